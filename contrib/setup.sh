@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 machine to build, test and run gpumem (run as root).
+#
+# Installs the Debian packages the build, tests, demo and benchmarks need,
+# and unpacks the UCX source package matching the installed UCX, whose
+# internal headers the plugin compiles against. Running it again does
+# nothing when everything is in place.
+set -euo pipefail
+
+GPUMEM_CACHE_DIR=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}
+SRC_LIST=/etc/apt/sources.list.d/gpumem-deb-src.sources
+
+PACKAGES=(
+    build-essential autoconf automake libtool pkg-config
+    libucx-dev ucx-utils
+    libhwloc-dev hwloc
+    libibverbs-dev rdma-core ibverbs-utils
+    libgtest-dev
+    openmpi-bin libopenmpi-dev
+    dpkg-dev xz-utils
+)
+
+log() { echo "setup: $*"; }
+
+missing_packages() {
+    local pkg
+    for pkg in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null |
+            grep -q '^install ok installed$' || echo "$pkg"
+    done
+}
+
+# Print "URI SUITE SIGNED_BY" of the machine's main Debian "deb" entry,
+# from deb822 sources or the one-line sources.list format.
+debian_deb_entry() {
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -e "$f" ] || continue
+        awk '
+            function flush() {
+                if (types ~ /(^| )deb( |$)/ && comps ~ /(^| )main( |$)/ &&
+                    uri != "" && suite != "" && !done) {
+                    print uri, suite, (sig == "" ? "-" : sig); done = 1
+                }
+                types = uri = suite = comps = sig = ""
+            }
+            /^[[:space:]]*#/ { next }
+            /^[[:space:]]*$/ { flush(); next }
+            /^Types:/      { $1 = ""; types = substr($0, 2) }
+            /^URIs:/       { uri = $2 }
+            /^Suites:/     { for (i = 2; i <= NF; i++)
+                                 if ($i !~ /-(updates|security|backports)$/) {
+                                     suite = $i; break
+                                 } }
+            /^Components:/ { $1 = ""; comps = $0 }
+            /^Signed-By:/  { sig = $2 }
+            END { flush() }
+        ' "$f" | head -n 1
+    done
+    if [ -r /etc/apt/sources.list ]; then
+        awk '$1 == "deb" && $0 ~ / main/ {
+                 for (i = 2; i <= NF; i++) if ($i !~ /^\[/) break
+                 if ($(i + 1) !~ /-(updates|security|backports)$/) {
+                     print $i, $(i + 1), "-"; exit
+                 }
+             }' /etc/apt/sources.list
+    fi
+}
+
+ensure_deb_src() {
+    local entry uri suite sig
+    if [ -e "$SRC_LIST" ] || grep -rqsE '^(deb-src|Types:.*deb-src)' \
+            /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        return 1
+    fi
+    entry=$(debian_deb_entry | head -n 1)
+    if [ -z "$entry" ]; then
+        log "no Debian 'deb' entry with component main found in apt sources" >&2
+        exit 1
+    fi
+    read -r uri suite sig <<<"$entry"
+    log "adding deb-src entry: $uri $suite main"
+    {
+        echo "Types: deb-src"
+        echo "URIs: $uri"
+        echo "Suites: $suite"
+        echo "Components: main"
+        [ "$sig" = "-" ] || echo "Signed-By: $sig"
+    } >"$SRC_LIST"
+    return 0
+}
+
+install_packages() {
+    local missing
+    missing=$(missing_packages)
+    [ -n "$missing" ] || return 0
+    log "installing:" $missing
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+}
+
+# Unpacks ucx_<upstream>.orig.tar.gz of the installed version into
+# $GPUMEM_CACHE_DIR/ucx-<upstream>.
+fetch_ucx_source() {
+    local version upstream dest tmp orig
+    version=$(dpkg-query -W -f='${Version}' libucx-dev)
+    upstream=${version%-*}
+    upstream=${upstream#*:}
+    dest=$GPUMEM_CACHE_DIR/ucx-$upstream
+    if [ -f "$dest/src/uct/base/uct_md.h" ]; then
+        log "UCX $upstream source present in $dest"
+        return 0
+    fi
+    if ensure_deb_src || ! apt-cache showsrc "ucx=$version" >/dev/null 2>&1; then
+        apt-get update -q
+    fi
+    tmp=$(mktemp -d)
+    chmod 755 "$tmp"  # apt fetches as _apt
+    trap 'rm -rf "$tmp"' RETURN
+    (cd "$tmp" && apt-get source -q --download-only "ucx=$version")
+    orig=$(ls "$tmp"/ucx_*.orig.tar.* | head -n 1)
+    mkdir -p "$tmp/x"
+    tar -xf "$orig" -C "$tmp/x"
+    mkdir -p "$GPUMEM_CACHE_DIR"
+    rm -rf "$dest"
+    mv "$tmp"/x/* "$dest"
+    log "UCX $upstream source unpacked into $dest"
+}
+
+ucx_source_present() {
+    local version upstream
+    version=$(dpkg-query -W -f='${Version}' libucx-dev 2>/dev/null) || return 1
+    upstream=${version%-*}
+    upstream=${upstream#*:}
+    [ -f "$GPUMEM_CACHE_DIR/ucx-$upstream/src/uct/base/uct_md.h" ]
+}
+
+if [ -z "$(missing_packages)" ] && ucx_source_present; then
+    log "ready (nothing to do)"
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    log "must run as root to install:" $(missing_packages) >&2
+    exit 1
+fi
+install_packages
+fetch_ucx_source
+log "ready"

@@ -1,0 +1,79 @@
+/**
+ * gpumem: registration of the plugin's components with UCT.
+ *
+ * UCX before 1.21 loads modules only from a list fixed at its build, so the
+ * plugin is brought in by LD_PRELOAD or by linking; either way its
+ * constructor registers the components. The destructor removes them, since a
+ * list entry pointing into an unmapped library would crash the next
+ * uct_query_components().
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gpumem_component.h"
+#include "gpumem_md.h"
+#include "base/gpumem_abi.h"
+
+#include <uct/base/uct_component.h>
+#include <ucs/debug/log.h>
+
+
+static uct_component_t *uct_gpumem_components[] = {
+    &uct_gpumem_component
+};
+
+static int uct_gpumem_components_registered = 0;
+
+
+ucs_status_t uct_gpumem_components_register(void)
+{
+    ucs_status_t status;
+    unsigned i;
+
+    if (uct_gpumem_components_registered) {
+        return UCS_OK;
+    }
+
+    status = uct_gpumem_abi_guard();
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    for (i = 0; i < ucs_static_array_size(uct_gpumem_components); ++i) {
+        uct_component_register(uct_gpumem_components[i]);
+        ucs_debug("gpumem: registered component '%s'",
+                  uct_gpumem_components[i]->name);
+    }
+
+    uct_gpumem_components_registered = 1;
+    return UCS_OK;
+}
+
+void uct_gpumem_components_unregister(void)
+{
+    unsigned i;
+
+    if (!uct_gpumem_components_registered) {
+        return;
+    }
+
+    for (i = 0; i < ucs_static_array_size(uct_gpumem_components); ++i) {
+        /* uct_component_unregister() leaves the components list alone */
+        ucs_list_del(&uct_gpumem_components[i]->list);
+        uct_component_unregister(uct_gpumem_components[i]);
+    }
+
+    uct_gpumem_components_registered = 0;
+}
+
+UCS_STATIC_INIT {
+    (void)uct_gpumem_components_register();
+}
+
+UCS_STATIC_CLEANUP {
+    uct_gpumem_components_unregister();
+}

@@ -1,0 +1,87 @@
+/**
+ * gpumem tests: helpers shared by the test fixtures.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "gpumem_test.h"
+
+#include <dlfcn.h>
+
+
+namespace gpumem_test {
+
+void *plugin_handle()
+{
+    static void *handle = NULL;
+
+    if (handle == NULL) {
+        handle = dlopen(GPUMEM_PLUGIN_PATH, RTLD_NOW | RTLD_GLOBAL);
+        if (handle == NULL) {
+            ADD_FAILURE() << "cannot load " << GPUMEM_PLUGIN_PATH << ": "
+                          << dlerror();
+        }
+    }
+    return handle;
+}
+
+void *plugin_symbol(const char *name)
+{
+    void *handle = plugin_handle();
+    void *sym;
+
+    if (handle == NULL) {
+        return NULL;
+    }
+
+    sym = dlsym(handle, name);
+    EXPECT_TRUE(sym != NULL) << "plugin has no symbol " << name;
+    return sym;
+}
+
+std::vector<std::string> component_names()
+{
+    std::vector<std::string> names;
+    uct_component_h *components;
+    unsigned i, count;
+    uct_component_attr_t attr;
+
+    if (uct_query_components(&components, &count) != UCS_OK) {
+        ADD_FAILURE() << "uct_query_components failed";
+        return names;
+    }
+
+    for (i = 0; i < count; ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        if (uct_component_query(components[i], &attr) == UCS_OK) {
+            names.push_back(attr.name);
+        }
+    }
+
+    uct_release_component_list(components);
+    return names;
+}
+
+uct_component_h find_component(const std::string &name)
+{
+    uct_component_h *components, found = NULL;
+    unsigned i, count;
+    uct_component_attr_t attr;
+
+    if (uct_query_components(&components, &count) != UCS_OK) {
+        return NULL;
+    }
+
+    for (i = 0; (i < count) && (found == NULL); ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
+            (name == attr.name)) {
+            found = components[i];
+        }
+    }
+
+    uct_release_component_list(components);
+    return found;
+}
+
+}

@@ -1,0 +1,36 @@
+/**
+ * gpumem tests: helpers shared by the test fixtures.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_TEST_H_
+#define GPUMEM_TEST_H_
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <uct/api/uct.h>
+}
+
+#include <string>
+#include <vector>
+
+
+namespace gpumem_test {
+
+/* The built plugin, dlopen()ed once per process, as LD_PRELOAD would. */
+void *plugin_handle();
+
+/* A symbol of the loaded plugin; fails the test when it is missing. */
+void *plugin_symbol(const char *name);
+
+/* Names of the components uct_query_components() returns now. */
+std::vector<std::string> component_names();
+
+/* The registered component of that name, or NULL. */
+uct_component_h find_component(const std::string &name);
+
+}
+
+#endif
