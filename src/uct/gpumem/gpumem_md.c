@@ -12,6 +12,7 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 #include <string.h>
 
@@ -20,6 +21,24 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_gpumem_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"TOPO_XML", "",
+     "hwloc XML export of the machine whose GPUs and NICs to use, instead of\n"
+     "the machine the process runs on (as written by 'lstopo file.xml').",
+     ucs_offsetof(uct_gpumem_md_config_t, topo_xml), UCS_CONFIG_TYPE_STRING},
+
+    {"SYSFS_ROOT", "/sys",
+     "Root of the sysfs tree from which the facts that hwloc does not carry\n"
+     "are read: PCI ACS control bits, IOMMU groups and BAR sizes.",
+     ucs_offsetof(uct_gpumem_md_config_t, sysfs_root),
+     UCS_CONFIG_TYPE_STRING},
+
+    {"TOPO_FACTS", "",
+     "Topology facts saved once by an administrator with\n"
+     "'gpumem_topo --save-facts FILE' (run as root, who can read the PCI\n"
+     "configuration space), applied over what this process can read.",
+     ucs_offsetof(uct_gpumem_md_config_t, topo_facts),
+     UCS_CONFIG_TYPE_STRING},
 
     {NULL}
 };
@@ -46,6 +65,8 @@ static void uct_gpumem_md_close(uct_md_h uct_md)
 {
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
 
+    ucs_free(md->gpu_sys_devs);
+    gpumem_topo_destroy(md->topo);
     ucs_free(md);
 }
 
@@ -72,23 +93,87 @@ static uct_md_ops_t uct_gpumem_md_ops = {
                                       ucs_empty_function_return_unsupported
 };
 
+static const char *uct_gpumem_md_config_path(const char *value)
+{
+    return (value[0] == '\0') ? NULL : value;
+}
+
+/* Makes each GPU a UCX system device, named as the topology names it, so
+ * that UCX's own topology code and ucx_info see it */
+static ucs_status_t uct_gpumem_md_register_gpus(uct_gpumem_md_t *md)
+{
+    const gpumem_topo_reach_t *reach;
+    ucs_sys_bus_id_t bus_id;
+    ucs_status_t status;
+    unsigned i;
+
+    md->gpu_sys_devs = ucs_calloc(ucs_max(md->topo->num_gpus, 1),
+                                  sizeof(*md->gpu_sys_devs),
+                                  "gpumem_gpu_sys_devs");
+    if (md->gpu_sys_devs == NULL) {
+        ucs_error("gpumem: failed to allocate %u system devices",
+                  md->topo->num_gpus);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < md->topo->num_gpus; ++i) {
+        reach           = &md->topo->devs[i].reach;
+        bus_id.domain   = reach->addr.domain;
+        bus_id.bus      = reach->addr.bus;
+        bus_id.slot     = reach->addr.dev;
+        bus_id.function = reach->addr.fn;
+        status = ucs_topo_find_device_by_bus_id(&bus_id,
+                                                &md->gpu_sys_devs[i]);
+        if (status != UCS_OK) {
+            md->gpu_sys_devs[i] = UCS_SYS_DEVICE_ID_UNKNOWN;
+            continue;
+        }
+        ucs_topo_sys_device_set_name(md->gpu_sys_devs[i],
+                                     md->topo->devs[i].name);
+    }
+
+    return UCS_OK;
+}
+
 static ucs_status_t
 uct_gpumem_md_open(uct_component_t *component, const char *md_name,
-                   const uct_md_config_t UCS_V_UNUSED *md_config,
-                   uct_md_h *md_p)
+                   const uct_md_config_t *uct_md_config, uct_md_h *md_p)
 {
+    const uct_gpumem_md_config_t *md_config =
+            ucs_derived_of(uct_md_config, uct_gpumem_md_config_t);
+    gpumem_topo_params_t topo_params;
     uct_gpumem_md_t *md;
+    ucs_status_t status;
 
-    md = ucs_malloc(sizeof(*md), "uct_gpumem_md_t");
+    md = ucs_calloc(1, sizeof(*md), "uct_gpumem_md_t");
     if (md == NULL) {
         ucs_error("gpumem: failed to allocate memory domain %s", md_name);
         return UCS_ERR_NO_MEMORY;
+    }
+
+    topo_params.xml_path   = uct_gpumem_md_config_path(md_config->topo_xml);
+    topo_params.sysfs_root = uct_gpumem_md_config_path(md_config->sysfs_root);
+    topo_params.facts_path = uct_gpumem_md_config_path(md_config->topo_facts);
+    status = gpumem_topo_load(&topo_params, &md->topo);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    status = uct_gpumem_md_register_gpus(md);
+    if (status != UCS_OK) {
+        goto err_topo;
     }
 
     md->super.ops       = &uct_gpumem_md_ops;
     md->super.component = component;
     *md_p               = &md->super;
     return UCS_OK;
+
+err_topo:
+    gpumem_topo_destroy(md->topo);
+err_free:
+    ucs_free(md);
+    return status;
 }
 
 uct_component_t uct_gpumem_component = {

@@ -7,6 +7,12 @@
 
 #include <common/gpumem_test.h>
 
+extern "C" {
+#include <ucs/sys/topo/base/topo.h>
+}
+
+#include <string>
+
 
 class md : public testing::Test {
 protected:
@@ -74,4 +80,50 @@ TEST_F(md, opens_twice_independently) {
     ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config, &second));
     EXPECT_NE(m_md, second);
     uct_md_close(second);
+}
+
+class md_topo : public testing::Test {
+protected:
+    virtual void SetUp() {
+        ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
+        m_component = gpumem_test::find_component("gpumem");
+        ASSERT_TRUE(m_component != NULL);
+        ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
+                                             &m_config));
+    }
+
+    virtual void TearDown() {
+        if (m_config != NULL) {
+            uct_config_release(m_config);
+        }
+    }
+
+    uct_component_h m_component = NULL;
+    uct_md_config_t *m_config   = NULL;
+};
+
+/* UCX's own topology sees each GPU of the topology as a system device */
+TEST_F(md_topo, gpus_become_named_ucx_system_devices) {
+    std::string xml = std::string(GPUMEM_TEST_TOPO_DIR) +
+                      "/hwloc-nvidiaDGX2-16xV100-nvswitch.xml";
+    ucs_sys_bus_id_t bus_id = {0, 0xe7, 0, 0};
+    ucs_sys_device_t sys_dev;
+    uct_md_h md;
+
+    ASSERT_EQ(UCS_OK, uct_config_modify(m_config, "TOPO_XML", xml.c_str()));
+    ASSERT_EQ(UCS_OK, uct_config_modify(m_config, "SYSFS_ROOT", "/nonexistent"));
+    ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config, &md));
+
+    ASSERT_EQ(UCS_OK, ucs_topo_find_device_by_bus_id(&bus_id, &sys_dev));
+    EXPECT_STREQ("nvml15", ucs_topo_sys_device_get_name(sys_dev));
+    uct_md_close(md);
+}
+
+TEST_F(md_topo, unreadable_topology_fails_the_open) {
+    uct_md_h md;
+
+    ASSERT_EQ(UCS_OK, uct_config_modify(m_config, "TOPO_XML",
+                                        "/nonexistent/topo.xml"));
+    EXPECT_EQ(UCS_ERR_IO_ERROR,
+              uct_md_open(m_component, "gpumem", m_config, &md));
 }

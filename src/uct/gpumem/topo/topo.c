@@ -1,0 +1,106 @@
+/**
+ * gpumem topology: loading the machine's facts and looking devices up.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "topo.h"
+#include "topo_facts.h"
+#include "topo_hwloc.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <string.h>
+
+
+ucs_status_t gpumem_topo_load(const gpumem_topo_params_t *params,
+                              gpumem_topo_t **topo_p)
+{
+    const char *sysfs_root = (params->sysfs_root != NULL) ?
+                             params->sysfs_root : "/sys";
+    hwloc_topology_t hwloc;
+    gpumem_topo_t *topo;
+    ucs_status_t status;
+
+    topo = ucs_calloc(1, sizeof(*topo), "gpumem_topo");
+    if (topo == NULL) {
+        ucs_error("gpumem: failed to allocate the topology");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = gpumem_topo_hwloc_open(params->xml_path, &hwloc);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    status = gpumem_topo_hwloc_read(hwloc, params->xml_path != NULL,
+                                    sysfs_root, topo);
+    if (status == UCS_OK) {
+        gpumem_topo_fabric_read(hwloc, topo);
+    }
+    hwloc_topology_destroy(hwloc);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    if (params->facts_path != NULL) {
+        status = gpumem_topo_facts_apply(topo, params->facts_path);
+        if (status != UCS_OK) {
+            goto err_destroy;
+        }
+    }
+
+    ucs_debug("gpumem: topology of %s: %u GPUs, %u RDMA NICs",
+              (params->xml_path != NULL) ? params->xml_path : "this machine",
+              topo->num_gpus, topo->num_nics);
+    *topo_p = topo;
+    return UCS_OK;
+
+err_destroy:
+    gpumem_topo_destroy(topo);
+    return status;
+err_free:
+    ucs_free(topo);
+    return status;
+}
+
+void gpumem_topo_destroy(gpumem_topo_t *topo)
+{
+    ucs_free(topo->devs);
+    ucs_free(topo);
+}
+
+const gpumem_topo_dev_t *
+gpumem_topo_find(const gpumem_topo_t *topo, const gpumem_pci_addr_t *addr)
+{
+    unsigned i;
+
+    for (i = 0; i < topo->num_devs; ++i) {
+        if (gpumem_pci_addr_equal(&topo->devs[i].reach.addr, addr)) {
+            return &topo->devs[i];
+        }
+    }
+    return NULL;
+}
+
+const gpumem_topo_dev_t *
+gpumem_topo_find_by_name(const gpumem_topo_t *topo, const char *name)
+{
+    gpumem_pci_addr_t addr;
+    unsigned i;
+
+    for (i = 0; i < topo->num_devs; ++i) {
+        if (!strcmp(topo->devs[i].name, name)) {
+            return &topo->devs[i];
+        }
+    }
+
+    if (gpumem_pci_addr_parse(name, &addr) == UCS_OK) {
+        return gpumem_topo_find(topo, &addr);
+    }
+    return NULL;
+}

@@ -1,0 +1,477 @@
+/**
+ * gpumem topology: the machine's GPUs and RDMA NICs as hwloc sees them, with
+ * the sysfs facts hwloc does not carry.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "topo_hwloc.h"
+#include "topo_sysfs.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+#define GPUMEM_TOPO_CLASS_DISPLAY     0x03
+#define GPUMEM_TOPO_CLASS_ACCELERATOR 0x12  /* "processing accelerator" */
+
+
+/* Preferred OS device names of a GPU, best first */
+static const char *gpumem_topo_gpu_osdev_prefixes[] = {
+    "cuda", "rsmi", "nvml", "ze", "opencl"
+};
+
+
+ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
+                                    hwloc_topology_t *hwloc_p)
+{
+    hwloc_topology_t hwloc;
+
+    if ((xml_path != NULL) && (access(xml_path, R_OK) != 0)) {
+        ucs_error("gpumem: cannot read topology XML %s: %s", xml_path,
+                  strerror(errno));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    if (hwloc_topology_init(&hwloc) != 0) {
+        ucs_error("gpumem: hwloc_topology_init failed: %s", strerror(errno));
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* Without it no PCI device appears, even from XML */
+    hwloc_topology_set_io_types_filter(hwloc, HWLOC_TYPE_FILTER_KEEP_ALL);
+
+    if ((xml_path != NULL) && (hwloc_topology_set_xml(hwloc, xml_path) != 0)) {
+        ucs_error("gpumem: hwloc cannot use topology XML %s: %s", xml_path,
+                  strerror(errno));
+        goto err_destroy;
+    }
+
+    if (hwloc_topology_load(hwloc) != 0) {
+        ucs_error("gpumem: hwloc cannot load the topology of %s: %s",
+                  (xml_path != NULL) ? xml_path : "this machine",
+                  (errno != 0) ? strerror(errno) : "malformed input");
+        goto err_destroy;
+    }
+
+    *hwloc_p = hwloc;
+    return UCS_OK;
+
+err_destroy:
+    hwloc_topology_destroy(hwloc);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+hwloc_obj_t gpumem_topo_hwloc_pci_obj(hwloc_obj_t obj)
+{
+    while ((obj != NULL) && (obj->type == HWLOC_OBJ_OS_DEVICE)) {
+        obj = obj->parent;
+    }
+    return ((obj != NULL) && (obj->type == HWLOC_OBJ_PCI_DEVICE)) ? obj : NULL;
+}
+
+static void gpumem_topo_hwloc_addr(const struct hwloc_pcidev_attr_s *pci,
+                                   gpumem_pci_addr_t *addr)
+{
+    addr->domain = pci->domain;
+    addr->bus    = pci->bus;
+    addr->dev    = pci->dev;
+    addr->fn     = pci->func;
+}
+
+static int gpumem_topo_hwloc_is_gpu(hwloc_obj_t pci)
+{
+    unsigned base_class = pci->attr->pcidev.class_id >> 8;
+    unsigned vendor     = pci->attr->pcidev.vendor_id;
+
+    if (base_class == GPUMEM_TOPO_CLASS_ACCELERATOR) {
+        return 1;
+    }
+    return (base_class == GPUMEM_TOPO_CLASS_DISPLAY) &&
+           ((vendor == 0x10de) || (vendor == 0x1002) || (vendor == 0x8086));
+}
+
+/* The RDMA OS device of a PCI function (verbs, or Slingshot), or NULL */
+static hwloc_obj_t gpumem_topo_hwloc_rdma_osdev(hwloc_obj_t pci)
+{
+    hwloc_obj_t child;
+
+    for (child = pci->io_first_child; child != NULL;
+         child = child->next_sibling) {
+        if ((child->type == HWLOC_OBJ_OS_DEVICE) &&
+            ((child->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) ||
+             ((child->subtype != NULL) &&
+              !strcmp(child->subtype, "Slingshot")))) {
+            return child;
+        }
+    }
+    return NULL;
+}
+
+static void gpumem_topo_hwloc_gpu_name(hwloc_obj_t pci, char *name,
+                                       size_t max)
+{
+    hwloc_obj_t child;
+    unsigned i;
+
+    for (i = 0; i < ucs_static_array_size(gpumem_topo_gpu_osdev_prefixes);
+         ++i) {
+        for (child = pci->io_first_child; child != NULL;
+             child = child->next_sibling) {
+            if ((child->type == HWLOC_OBJ_OS_DEVICE) &&
+                (child->name != NULL) &&
+                !strncmp(child->name, gpumem_topo_gpu_osdev_prefixes[i],
+                         strlen(gpumem_topo_gpu_osdev_prefixes[i]))) {
+                ucs_strncpy_zero(name, child->name, max);
+                return;
+            }
+        }
+    }
+}
+
+/* GPU memory size from the OS devices' info (kB), else from sysfs */
+static void gpumem_topo_hwloc_mem_size(hwloc_obj_t pci, const char *sysfs_root,
+                                       gpumem_topo_reach_t *reach)
+{
+    static const char *names[] = {
+        "CUDAGlobalMemorySize", "OpenCLGlobalMemorySize"
+    };
+    hwloc_obj_t child;
+    const char *value;
+    unsigned i;
+
+    for (i = 0; i < ucs_static_array_size(names); ++i) {
+        for (child = pci->io_first_child; child != NULL;
+             child = child->next_sibling) {
+            value = hwloc_obj_get_info_by_name(child, names[i]);
+            if (value != NULL) {
+                gpumem_topo_fact_set(&reach->mem_size,
+                                     strtoull(value, NULL, 10) * 1024);
+                return;
+            }
+        }
+    }
+
+    gpumem_topo_sysfs_mem_size(sysfs_root, &reach->addr, &reach->mem_size);
+}
+
+/* The PCI function (device or bridge) at an address, or NULL */
+static hwloc_obj_t gpumem_topo_hwloc_find_function(hwloc_topology_t hwloc,
+                                                   const gpumem_pci_addr_t *addr,
+                                                   uint16_t *vendor_p,
+                                                   uint16_t *device_p)
+{
+    const struct hwloc_pcidev_attr_s *pci;
+    gpumem_pci_addr_t obj_addr;
+    hwloc_obj_t obj = NULL;
+
+    while ((obj = hwloc_get_next_pcidev(hwloc, obj)) != NULL) {
+        pci = &obj->attr->pcidev;
+        gpumem_topo_hwloc_addr(pci, &obj_addr);
+        if (gpumem_pci_addr_equal(&obj_addr, addr)) {
+            *vendor_p = pci->vendor_id;
+            *device_p = pci->device_id;
+            return obj;
+        }
+    }
+
+    while ((obj = hwloc_get_next_bridge(hwloc, obj)) != NULL) {
+        if (obj->attr->bridge.upstream_type != HWLOC_OBJ_BRIDGE_PCI) {
+            continue;
+        }
+        pci = &obj->attr->bridge.upstream.pci;
+        gpumem_topo_hwloc_addr(pci, &obj_addr);
+        if (gpumem_pci_addr_equal(&obj_addr, addr)) {
+            *vendor_p = pci->vendor_id;
+            *device_p = pci->device_id;
+            return obj;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The host bridge's identity, as Linux's p2pdma takes it: the function at
+ * 00.0 of the root bus, from hwloc or else sysfs. On the live machine, where
+ * hwloc keeps every function, a root bus without 00.0 has its first root
+ * port as the host bridge's face.
+ */
+static void gpumem_topo_hwloc_host_bridge_id(hwloc_topology_t hwloc,
+                                             int is_xml,
+                                             const char *sysfs_root,
+                                             const gpumem_topo_reach_t *path_of,
+                                             gpumem_topo_fact_t *fact)
+{
+    gpumem_pci_addr_t addr = {path_of->hb_domain, path_of->hb_bus, 0, 0};
+    char addr_str[GPUMEM_TOPO_PCI_STR_MAX];
+    char sysfs_why[GPUMEM_TOPO_WHY_MAX];
+    uint16_t vendor, device;
+    const gpumem_topo_hop_t *root_port;
+
+    if (gpumem_topo_hwloc_find_function(hwloc, &addr, &vendor, &device)) {
+        gpumem_topo_fact_set(fact, ((uint64_t)vendor << 16) | device);
+        return;
+    }
+
+    gpumem_topo_sysfs_pci_id(sysfs_root, &addr, fact);
+    if (fact->known) {
+        return;
+    }
+
+    if (!is_xml && (path_of->path_len > 0)) {
+        root_port = &path_of->path[path_of->path_len - 1];
+        if ((root_port->addr.bus == path_of->hb_bus) &&
+            gpumem_topo_hwloc_find_function(hwloc, &root_port->addr, &vendor,
+                                            &device)) {
+            gpumem_topo_fact_set(fact, ((uint64_t)vendor << 16) | device);
+            return;
+        }
+    }
+
+    ucs_strncpy_zero(sysfs_why, fact->why, sizeof(sysfs_why));
+    gpumem_topo_fact_unknown(fact, "its function %s is not in the topology, "
+                             "and %s",
+                             gpumem_pci_addr_str(&addr, addr_str,
+                                                 sizeof(addr_str)),
+                             sysfs_why);
+}
+
+/* PCI bridges from the function up to its root port, and the host bridge */
+static ucs_status_t gpumem_topo_hwloc_path(hwloc_obj_t pci,
+                                           const char *sysfs_root,
+                                           gpumem_topo_reach_t *reach)
+{
+    char addr[GPUMEM_TOPO_PCI_STR_MAX];
+    gpumem_topo_hop_t *hop;
+    hwloc_obj_t obj;
+
+    reach->path_len  = 0;
+    reach->hb_domain = reach->addr.domain;
+    reach->hb_bus    = reach->addr.bus;
+
+    for (obj = pci->parent; (obj != NULL) && (obj->type == HWLOC_OBJ_BRIDGE);
+         obj = obj->parent) {
+        if (obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+            reach->hb_domain = obj->attr->bridge.downstream.pci.domain;
+            reach->hb_bus    = obj->attr->bridge.downstream.pci.secondary_bus;
+            return UCS_OK;
+        }
+
+        if (reach->path_len == GPUMEM_TOPO_PATH_MAX) {
+            ucs_error("gpumem: %s is more than %d PCI bridges below its host "
+                      "bridge",
+                      gpumem_pci_addr_str(&reach->addr, addr, sizeof(addr)),
+                      GPUMEM_TOPO_PATH_MAX);
+            return UCS_ERR_UNSUPPORTED;
+        }
+
+        hop = &reach->path[reach->path_len++];
+        gpumem_topo_hwloc_addr(&obj->attr->bridge.upstream.pci, &hop->addr);
+        gpumem_topo_sysfs_acs_ctrl(sysfs_root, &hop->addr, &hop->acs_ctrl);
+        reach->hb_bus = hop->addr.bus;
+    }
+
+    /* No host bridge object: the root bus is the top bridge's bus */
+    return UCS_OK;
+}
+
+/* CPU vendor and family of the package above the device */
+static void gpumem_topo_hwloc_cpu(hwloc_topology_t hwloc, hwloc_obj_t pci,
+                                  gpumem_topo_dev_t *dev)
+{
+    gpumem_topo_reach_t *reach = &dev->reach;
+    hwloc_obj_t ancestor, package, root;
+    const char *vendor, *family, *arch;
+
+    ancestor = hwloc_get_non_io_ancestor_obj(hwloc, pci);
+    package  = hwloc_get_ancestor_obj_by_type(hwloc, HWLOC_OBJ_PACKAGE,
+                                              ancestor);
+    if ((package == NULL) && (ancestor != NULL) &&
+        (ancestor->type == HWLOC_OBJ_PACKAGE)) {
+        package = ancestor;
+    }
+
+    reach->package = (package != NULL) ? (int)package->os_index : -1;
+    dev->numa_node = ((ancestor != NULL) && (ancestor->nodeset != NULL) &&
+                      (hwloc_bitmap_weight(ancestor->nodeset) == 1)) ?
+                     hwloc_bitmap_first(ancestor->nodeset) : -1;
+
+    root   = hwloc_get_root_obj(hwloc);
+    vendor = (package != NULL) ?
+             hwloc_obj_get_info_by_name(package, "CPUVendor") : NULL;
+    family = (package != NULL) ?
+             hwloc_obj_get_info_by_name(package, "CPUFamilyNumber") : NULL;
+    if (vendor == NULL) {
+        /* Any package's will do: one machine has one CPU vendor */
+        package = hwloc_get_obj_by_type(hwloc, HWLOC_OBJ_PACKAGE, 0);
+        if (package != NULL) {
+            vendor = hwloc_obj_get_info_by_name(package, "CPUVendor");
+            family = hwloc_obj_get_info_by_name(package, "CPUFamilyNumber");
+        }
+    }
+
+    arch = hwloc_obj_get_info_by_name(root, "Architecture");
+    if ((vendor == NULL) && (arch != NULL) && strcmp(arch, "x86_64") &&
+        strncmp(arch, "i686", 4)) {
+        /* Not x86: the architecture names the CPU well enough */
+        vendor = arch;
+    }
+
+    ucs_strncpy_zero(reach->cpu_vendor, (vendor != NULL) ? vendor : "",
+                     sizeof(reach->cpu_vendor));
+    if (family != NULL) {
+        gpumem_topo_fact_set(&reach->cpu_family, strtoull(family, NULL, 0));
+    } else {
+        gpumem_topo_fact_unknown(&reach->cpu_family,
+                                 "the topology gives no CPU family");
+    }
+}
+
+static uint64_t gpumem_topo_hash(const char *str)
+{
+    uint64_t hash = 0xcbf29ce484222325ul; /* FNV-1a */
+
+    for (; *str != '\0'; ++str) {
+        hash = (hash ^ (unsigned char)*str) * 0x100000001b3ul;
+    }
+    return hash;
+}
+
+static void gpumem_topo_hwloc_machine(hwloc_topology_t hwloc, char *machine,
+                                      size_t max)
+{
+    const char *host = hwloc_obj_get_info_by_name(hwloc_get_root_obj(hwloc),
+                                                  "HostName");
+    const char *product;
+
+    if (host != NULL) {
+        ucs_strncpy_zero(machine, host, max);
+        return;
+    }
+
+    product = hwloc_obj_get_info_by_name(hwloc_get_root_obj(hwloc),
+                                         "DMIProductName");
+    if ((product != NULL) || (gethostname(machine, max) != 0)) {
+        ucs_strncpy_zero(machine, (product != NULL) ? product : "unknown",
+                         max);
+    }
+    machine[max - 1] = '\0';
+}
+
+static ucs_status_t gpumem_topo_hwloc_dev_init(hwloc_topology_t hwloc,
+                                               int is_xml,
+                                               const char *sysfs_root,
+                                               hwloc_obj_t pci,
+                                               gpumem_topo_dev_type_t type,
+                                               hwloc_obj_t rdma_osdev,
+                                               gpumem_topo_dev_t *dev)
+{
+    gpumem_topo_reach_t *reach = &dev->reach;
+    ucs_status_t status;
+
+    memset(dev, 0, sizeof(*dev));
+    dev->type     = type;
+    dev->vendor   = pci->attr->pcidev.vendor_id;
+    dev->device   = pci->attr->pcidev.device_id;
+    dev->class_id = pci->attr->pcidev.class_id;
+    gpumem_topo_hwloc_addr(&pci->attr->pcidev, &reach->addr);
+    gpumem_pci_addr_str(&reach->addr, dev->name, sizeof(dev->name));
+
+    gpumem_topo_hwloc_machine(hwloc, reach->machine, sizeof(reach->machine));
+    reach->space         = gpumem_topo_hash(reach->machine);
+    reach->fabric        = GPUMEM_TOPO_FABRIC_UNKNOWN;
+    reach->fabric_domain = -1;
+
+    status = gpumem_topo_hwloc_path(pci, sysfs_root, reach);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    gpumem_topo_hwloc_host_bridge_id(hwloc, is_xml, sysfs_root, reach,
+                                     &reach->hb_id);
+    gpumem_topo_hwloc_cpu(hwloc, pci, dev);
+    gpumem_topo_sysfs_iommu(sysfs_root, &reach->addr, &reach->iommu,
+                            &reach->iommu_group);
+    gpumem_topo_sysfs_bar_size(sysfs_root, &reach->addr, &reach->bar_size);
+
+    if (type == GPUMEM_TOPO_DEV_GPU) {
+        gpumem_topo_hwloc_gpu_name(pci, dev->name, sizeof(dev->name));
+        gpumem_topo_hwloc_mem_size(pci, sysfs_root, reach);
+    } else {
+        ucs_strncpy_zero(dev->name, rdma_osdev->name, sizeof(dev->name));
+        reach->fabric = GPUMEM_TOPO_FABRIC_NONE;
+        gpumem_topo_fact_unknown(&reach->mem_size, "a NIC has no GPU memory");
+    }
+
+    return UCS_OK;
+}
+
+static int gpumem_topo_dev_cmp(const void *a, const void *b)
+{
+    const gpumem_topo_dev_t *dev_a = a, *dev_b = b;
+
+    if (dev_a->type != dev_b->type) {
+        return (dev_a->type == GPUMEM_TOPO_DEV_GPU) ? -1 : 1;
+    }
+    return gpumem_pci_addr_cmp(&dev_a->reach.addr, &dev_b->reach.addr);
+}
+
+ucs_status_t gpumem_topo_hwloc_read(hwloc_topology_t hwloc, int is_xml,
+                                    const char *sysfs_root,
+                                    gpumem_topo_t *topo)
+{
+    unsigned count = 0, max = 0;
+    gpumem_topo_dev_t *devs;
+    hwloc_obj_t pci, osdev;
+    ucs_status_t status;
+
+    pci = NULL;
+    while ((pci = hwloc_get_next_pcidev(hwloc, pci)) != NULL) {
+        ++max;
+    }
+
+    devs = ucs_calloc(ucs_max(max, 1), sizeof(*devs), "gpumem_topo_devs");
+    if (devs == NULL) {
+        ucs_error("gpumem: failed to allocate %u topology devices", max);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    topo->num_gpus = topo->num_nics = 0;
+    pci            = NULL;
+    while ((pci = hwloc_get_next_pcidev(hwloc, pci)) != NULL) {
+        osdev = gpumem_topo_hwloc_rdma_osdev(pci);
+        if (gpumem_topo_hwloc_is_gpu(pci)) {
+            status = gpumem_topo_hwloc_dev_init(hwloc, is_xml, sysfs_root,
+                                                pci, GPUMEM_TOPO_DEV_GPU,
+                                                NULL, &devs[count]);
+            ++topo->num_gpus;
+        } else if (osdev != NULL) {
+            status = gpumem_topo_hwloc_dev_init(hwloc, is_xml, sysfs_root,
+                                                pci, GPUMEM_TOPO_DEV_NIC,
+                                                osdev, &devs[count]);
+            ++topo->num_nics;
+        } else {
+            continue;
+        }
+
+        if (status != UCS_OK) {
+            ucs_free(devs);
+            return status;
+        }
+        ++count;
+    }
+
+    qsort(devs, count, sizeof(*devs), gpumem_topo_dev_cmp);
+    topo->devs     = devs;
+    topo->num_devs = count;
+    return UCS_OK;
+}
