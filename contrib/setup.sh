@@ -18,6 +18,7 @@ PACKAGES=(
     libgtest-dev
     openmpi-bin libopenmpi-dev
     dpkg-dev xz-utils
+    graphviz python3
 )
 
 log() { echo "setup: $*"; }

@@ -152,6 +152,7 @@ uct_gpumem_md_open(uct_component_t *component, const char *md_name,
     }
 
     topo_params.xml_path   = uct_gpumem_md_config_path(md_config->topo_xml);
+    topo_params.xml_buffer = NULL;
     topo_params.sysfs_root = uct_gpumem_md_config_path(md_config->sysfs_root);
     topo_params.facts_path = uct_gpumem_md_config_path(md_config->topo_facts);
     status = gpumem_topo_load(&topo_params, &md->topo);

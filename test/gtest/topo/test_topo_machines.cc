@@ -43,7 +43,8 @@ protected:
     /* Loads a real machine's export; this machine's /sys plays no part */
     void load(const std::string &name) {
         std::string xml          = xml_path(name);
-        gpumem_topo_params_t params = {xml.c_str(), m_sysfs.c_str(), NULL};
+        gpumem_topo_params_t params = {xml.c_str(), NULL, m_sysfs.c_str(),
+                                       NULL};
 
         if (m_topo != NULL) {
             gpumem_topo_destroy(m_topo);
@@ -416,7 +417,8 @@ TEST_F(topo_machine_sysfs, pascal_acs_redirect_on_switch_port_refuses) {
 }
 
 TEST_F(topo_machine, bad_input_is_a_clear_error) {
-    gpumem_topo_params_t params = {"/nonexistent/topo.xml", NULL, NULL};
+    gpumem_topo_params_t params = {"/nonexistent/topo.xml", NULL, NULL,
+                                   NULL};
     std::string bad             = m_sysfs + "/bad.xml";
     gpumem_topo_t *topo;
 

@@ -32,12 +32,15 @@ ucs_status_t gpumem_topo_load(const gpumem_topo_params_t *params,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = gpumem_topo_hwloc_open(params->xml_path, &hwloc);
+    status = gpumem_topo_hwloc_open(params->xml_path, params->xml_buffer,
+                                    &hwloc);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    status = gpumem_topo_hwloc_read(hwloc, params->xml_path != NULL,
+    status = gpumem_topo_hwloc_read(hwloc,
+                                    (params->xml_path != NULL) ||
+                                    (params->xml_buffer != NULL),
                                     sysfs_root, topo);
     if (status == UCS_OK) {
         gpumem_topo_fabric_read(hwloc, topo);
@@ -55,7 +58,8 @@ ucs_status_t gpumem_topo_load(const gpumem_topo_params_t *params,
     }
 
     ucs_debug("gpumem: topology of %s: %u GPUs, %u RDMA NICs",
-              (params->xml_path != NULL) ? params->xml_path : "this machine",
+              (params->xml_path != NULL) ? params->xml_path :
+              (params->xml_buffer != NULL) ? "an XML document" : "this machine",
               topo->num_gpus, topo->num_nics);
     *topo_p = topo;
     return UCS_OK;

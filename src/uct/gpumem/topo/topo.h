@@ -22,7 +22,7 @@
 
 BEGIN_C_DECLS
 
-#define GPUMEM_TOPO_REASON_MAX   640  /* A verdict's reason: may list several
+#define GPUMEM_TOPO_REASON_MAX   1024 /* A verdict's reason: may list several
                                          unknown facts */
 #define GPUMEM_TOPO_WHY_MAX      192  /* Why one fact cannot be read */
 #define GPUMEM_TOPO_NAME_MAX     32   /* A device name: cuda0, mlx5_1, ... */
@@ -184,7 +184,9 @@ typedef struct gpumem_topo_dev {
  * Where the topology comes from.
  */
 typedef struct gpumem_topo_params {
-    const char *xml_path;    /* hwloc XML export; NULL: the live machine */
+    const char *xml_path;    /* hwloc XML export; NULL: xml_buffer */
+    const char *xml_buffer;  /* hwloc XML document; NULL with xml_path NULL:
+                                the live machine */
     const char *sysfs_root;  /* Root of sysfs; NULL: "/sys" */
     const char *facts_path;  /* Facts saved by gpumem_topo --save-facts, or
                                 NULL */

@@ -32,6 +32,7 @@ static const char *gpumem_topo_gpu_osdev_prefixes[] = {
 
 
 ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
+                                    const char *xml_buffer,
                                     hwloc_topology_t *hwloc_p)
 {
     hwloc_topology_t hwloc;
@@ -56,9 +57,18 @@ ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
         goto err_destroy;
     }
 
+    if ((xml_path == NULL) && (xml_buffer != NULL) &&
+        (hwloc_topology_set_xmlbuffer(hwloc, xml_buffer,
+                                      strlen(xml_buffer) + 1) != 0)) {
+        ucs_error("gpumem: hwloc cannot use the topology XML document: %s",
+                  strerror(errno));
+        goto err_destroy;
+    }
+
     if (hwloc_topology_load(hwloc) != 0) {
         ucs_error("gpumem: hwloc cannot load the topology of %s: %s",
-                  (xml_path != NULL) ? xml_path : "this machine",
+                  (xml_path != NULL) ? xml_path :
+                  (xml_buffer != NULL) ? "an XML document" : "this machine",
                   (errno != 0) ? strerror(errno) : "malformed input");
         goto err_destroy;
     }

@@ -18,6 +18,7 @@ BEGIN_C_DECLS
  * kept. A missing or malformed XML is an error with a logged reason.
  */
 ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
+                                    const char *xml_buffer,
                                     hwloc_topology_t *hwloc_p);
 
 /**

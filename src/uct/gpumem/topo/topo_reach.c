@@ -98,14 +98,17 @@ static const char *gpumem_topo_pci_str(const gpumem_pci_addr_t *addr,
     return gpumem_pci_addr_str(addr, buf, GPUMEM_TOPO_PCI_STR_MAX);
 }
 
-/* Appends "; text" (or "text" to an empty string), truncating safely */
+/* Appends "; text" (or "text" to an empty string); a reason cut short
+ * ends with "..." */
 static void UCS_F_PRINTF(2, 3)
 gpumem_topo_append(char *str, const char *fmt, ...)
 {
-    size_t len = strlen(str);
+    static const char cut[] = "...";
+    size_t len              = strlen(str);
     va_list ap;
+    int ret;
 
-    if (len + 2 >= GPUMEM_TOPO_REASON_MAX) {
+    if ((len + 2 + sizeof(cut)) >= GPUMEM_TOPO_REASON_MAX) {
         return;
     }
     if (len > 0) {
@@ -113,8 +116,11 @@ gpumem_topo_append(char *str, const char *fmt, ...)
         len += 2;
     }
     va_start(ap, fmt);
-    vsnprintf(str + len, GPUMEM_TOPO_REASON_MAX - len, fmt, ap);
+    ret = vsnprintf(str + len, GPUMEM_TOPO_REASON_MAX - len, fmt, ap);
     va_end(ap);
+    if ((ret > 0) && ((size_t)ret >= (GPUMEM_TOPO_REASON_MAX - len))) {
+        strcpy(str + GPUMEM_TOPO_REASON_MAX - sizeof(cut), cut);
+    }
 }
 
 static int gpumem_topo_same_machine(const gpumem_topo_reach_t *a,
@@ -331,7 +337,8 @@ static void gpumem_topo_rule_bar_covers(const gpumem_topo_reach_t *o,
     }
 }
 
-/* Checks the ACS bits of path[0..count] (inclusive) of one device */
+/* Checks the ACS bits of path[0..last] of one device: a redirect refuses,
+ * and every bridge whose bits cannot be read is listed */
 static void gpumem_topo_check_acs(const gpumem_topo_reach_t *dev, int last,
                                   gpumem_topo_rule_t *rule)
 {
@@ -343,11 +350,15 @@ static void gpumem_topo_check_acs(const gpumem_topo_reach_t *dev, int last,
         hop = &dev->path[i];
         gpumem_topo_pci_str(&hop->addr, addr);
         if (!hop->acs_ctrl.known) {
-            if (rule->answer != GPUMEM_TOPO_ANSWER_NO) {
-                gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                                     "unknown: ACS of bridge %s: %s", addr,
-                                     hop->acs_ctrl.why);
+            if (rule->answer == GPUMEM_TOPO_ANSWER_YES) {
+                rule->answer      = GPUMEM_TOPO_ANSWER_UNKNOWN;
+                rule->reason[0]   = '\0';
+                rule->unknowns[0] = '\0';
             }
+            gpumem_topo_append(rule->reason, "unknown: ACS of bridge %s: %s",
+                               addr, hop->acs_ctrl.why);
+            gpumem_topo_append(rule->unknowns, "unknown: ACS of bridge %s: %s",
+                               addr, hop->acs_ctrl.why);
         } else if (hop->acs_ctrl.value & GPUMEM_TOPO_ACS_REDIRECT) {
             gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_NO,
                                  "ACS redirects peer requests to the root "
@@ -377,9 +388,10 @@ static void gpumem_topo_rule_common_bridge(const gpumem_topo_reach_t *r,
 
     gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_YES, "through bridge %s",
                          gpumem_topo_pci_str(&r->path[i].addr, addr));
+    /* The common bridge itself is on r's way; o's way ends below it */
     gpumem_topo_check_acs(r, i, rule);
     if (rule->answer != GPUMEM_TOPO_ANSWER_NO) {
-        gpumem_topo_check_acs(o, j, rule);
+        gpumem_topo_check_acs(o, (int)j - 1, rule);
     }
 }
 
@@ -507,7 +519,9 @@ static void gpumem_topo_rule_any(gpumem_topo_rule_t *result,
     result->reason[0]   = '\0';
     result->unknowns[0] = '\0';
     for (i = 0; i < count; ++i) {
-        if (alternatives[i].answer == GPUMEM_TOPO_ANSWER_UNKNOWN) {
+        /* Assuming the first open way's facts is enough for a what-if */
+        if ((alternatives[i].answer == GPUMEM_TOPO_ANSWER_UNKNOWN) &&
+            (result->answer != GPUMEM_TOPO_ANSWER_UNKNOWN)) {
             result->answer = GPUMEM_TOPO_ANSWER_UNKNOWN;
             gpumem_topo_append(result->unknowns, "%s",
                                alternatives[i].unknowns);

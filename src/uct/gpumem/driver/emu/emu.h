@@ -1,0 +1,43 @@
+/**
+ * gpumem emu driver: a software GPU, the embedded default where no real GPU
+ * is present. Named as such everywhere it appears.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_EMU_H_
+#define GPUMEM_EMU_H_
+
+#include <uct/gpumem/driver/gpumem_driver.h>
+
+BEGIN_C_DECLS
+
+/**
+ * The emulated machine's settings (UCX_GPUMEM_EMU_* variables).
+ */
+typedef struct gpumem_emu_config {
+    size_t     vram_size;   /* Per GPU, where the topology gives none */
+    size_t     bar_size;    /* Per GPU; 0: as large as VRAM */
+    const char *shm_dir;    /* Where VRAM lives as shared files */
+    unsigned   copy_inline_max; /* Copies up to this size complete inline */
+} gpumem_emu_config_t;
+
+
+/**
+ * Open the emu machine: one emulated GPU for each GPU of @a topo (at its PCI
+ * address, with its memory size where the topology has one). VRAM is shared
+ * with every process of the machine that opens the same topology as the
+ * same user. Sets the emulated GPUs' facts in @a topo (no IOMMU, no ACS
+ * redirect, BAR and memory sizes) so that reaches() sees the emulated
+ * machine.
+ */
+ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
+                             gpumem_topo_t *topo, gpumem_driver_t **driver_p);
+
+/* The built-in machine: two GPUs under one PCIe switch, one NIC beside them
+ * (an hwloc XML document) */
+extern const char gpumem_emu_builtin_topology[];
+
+END_C_DECLS
+
+#endif

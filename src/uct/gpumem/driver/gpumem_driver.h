@@ -1,0 +1,175 @@
+/**
+ * gpumem drivers: what the memory core asks of a GPU driver.
+ *
+ * The memory core (seed 003) is driver-neutral: it keeps regions, counts
+ * shared mappings and decides what is held and given back; a driver gives
+ * it physical memory, virtual addresses, page tables and a copy engine. The
+ * emu driver is a software GPU; the cuda driver a real one.
+ *
+ * Physical memory is named by extents of one target: the GPU's own memory
+ * (VRAM offsets), or system memory (opaque to the core). Device addresses
+ * are the GPU's virtual addresses, which the process's CPU cannot access.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_DRIVER_H_
+#define GPUMEM_DRIVER_H_
+
+#include <uct/gpumem/topo/topo.h>
+#include <ucs/type/status.h>
+#include <ucs/sys/compiler_def.h>
+#include <stddef.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+#define GPUMEM_DRIVER_EXPORT_MAX  128  /* Bytes of an exported memory handle */
+
+typedef struct gpumem_driver     gpumem_driver_t;
+typedef struct gpumem_driver_gpu gpumem_driver_gpu_t;
+
+
+/**
+ * GPU memory allocated by a driver: VRAM of one GPU, physically placed.
+ * Opaque to the core but for these fields; the driver may embed it.
+ */
+typedef struct gpumem_driver_mem {
+    gpumem_driver_gpu_t *gpu;      /* Owner GPU (of this process's driver) */
+    size_t              size;      /* Bytes, a multiple of page_size */
+    size_t              page_size; /* 4 KiB, or 2 MiB */
+    uint64_t            phys;      /* First VRAM offset: the emu and CUDA
+                                      place an allocation contiguously */
+} gpumem_driver_mem_t;
+
+
+/**
+ * Page table mapping flags.
+ */
+enum {
+    GPUMEM_DRIVER_MAP_UNCACHED = UCS_BIT(0)  /* The GPU bypasses its caches */
+};
+
+
+/**
+ * Faults a test can inject into a driver (emu).
+ */
+typedef enum {
+    GPUMEM_DRIVER_FAULT_NONE = 0,
+    GPUMEM_DRIVER_FAULT_FLUSH_UNCONFIRMED, /* Next unmap's flush unconfirmed */
+    GPUMEM_DRIVER_FAULT_NO_ROOM,           /* Next allocation finds no room */
+    GPUMEM_DRIVER_FAULT_KERNEL_REFUSES     /* Next allocation/pin refused */
+} gpumem_driver_fault_t;
+
+
+/**
+ * A copy in flight on a GPU's copy engine; the caller polls it.
+ */
+typedef struct gpumem_driver_copy {
+    gpumem_driver_gpu_t *gpu;
+    void                *priv;     /* Driver's state of the copy */
+} gpumem_driver_copy_t;
+
+
+/**
+ * The operations of a driver. Every status but UCS_OK is logged by the
+ * driver with what was asked and why it failed, except UCS_ERR_NO_MEMORY
+ * ("no room now"), which the core reports.
+ */
+typedef struct gpumem_driver_ops {
+    const char   *name;
+
+    /* The GPUs of the machine the driver drives, in topology order */
+    unsigned     (*num_gpus)(gpumem_driver_t *driver);
+    gpumem_driver_gpu_t *(*gpu)(gpumem_driver_t *driver, unsigned index);
+    const gpumem_topo_reach_t *(*reach)(gpumem_driver_gpu_t *gpu);
+    size_t       (*vram_size)(gpumem_driver_gpu_t *gpu);
+    size_t       (*bar_size)(gpumem_driver_gpu_t *gpu);
+
+    void         (*close)(gpumem_driver_t *driver);
+
+    /* VRAM: UCS_ERR_NO_MEMORY when no room now (or, with @a in_bar, no
+     * free block inside the BAR window fits) */
+    ucs_status_t (*mem_alloc)(gpumem_driver_gpu_t *gpu, size_t size,
+                              size_t page_size, int in_bar,
+                              gpumem_driver_mem_t **mem_p);
+    void         (*mem_free)(gpumem_driver_mem_t *mem);
+
+    /* A handle another process of the machine imports to map the memory;
+     * the memory stays while any process holds it */
+    ucs_status_t (*mem_export)(gpumem_driver_mem_t *mem, void *buf,
+                               size_t *length_p);
+    ucs_status_t (*mem_import)(gpumem_driver_gpu_t *gpu, const void *buf,
+                               size_t length, gpumem_driver_mem_t **mem_p);
+
+    /* Device virtual addresses, inaccessible to the CPU */
+    ucs_status_t (*va_reserve)(gpumem_driver_gpu_t *gpu, size_t size,
+                               size_t align, uint64_t *va_p);
+    void         (*va_release)(gpumem_driver_gpu_t *gpu, uint64_t va,
+                               size_t size);
+
+    /* Page tables of @a gpu: map VRAM of @a mem (its own or a peer's, at
+     * @a offset) or host pages at @a host (pinned first) */
+    ucs_status_t (*pt_map_vram)(gpumem_driver_gpu_t *gpu, uint64_t va,
+                                gpumem_driver_mem_t *mem, size_t offset,
+                                size_t size, unsigned flags);
+    ucs_status_t (*pt_map_host)(gpumem_driver_gpu_t *gpu, uint64_t va,
+                                void *host, size_t size, unsigned flags);
+    /* UCS_OK when the GPU confirmed the flush, UCS_ERR_TIMED_OUT when it
+     * did not (the GPU may still reach the memory) */
+    ucs_status_t (*pt_unmap)(gpumem_driver_gpu_t *gpu, uint64_t va,
+                             size_t size);
+
+    /* Pin host pages for DMA (map_host), and unpin */
+    ucs_status_t (*pin)(gpumem_driver_gpu_t *gpu, void *addr, size_t size);
+    void         (*unpin)(gpumem_driver_gpu_t *gpu, void *addr, size_t size);
+
+    /* System memory for Host regions: DMA-able, the CPU reaches it */
+    ucs_status_t (*sys_alloc)(gpumem_driver_gpu_t *gpu, size_t size,
+                              void **addr_p);
+    void         (*sys_free)(gpumem_driver_gpu_t *gpu, void *addr,
+                             size_t size);
+
+    /* The CPU's window on VRAM through the memory BAR: @a mem must lie in
+     * the BAR (in_bar); NULL with a log if it cannot be mapped */
+    ucs_status_t (*bar_map)(gpumem_driver_mem_t *mem, void **addr_p);
+    void         (*bar_unmap)(gpumem_driver_mem_t *mem, void *addr);
+
+    /* Bus address of the memory BAR (where another PCI function reaches
+     * VRAM offset 0), and a dma-buf of VRAM for a NIC where the kernel
+     * offers one (UCS_ERR_UNSUPPORTED otherwise) */
+    uint64_t     (*bar_bus_addr)(gpumem_driver_gpu_t *gpu);
+    ucs_status_t (*dmabuf_export)(gpumem_driver_mem_t *mem, int *fd_p,
+                                  size_t *offset_p);
+
+    /* Copy engine: @a dst and @a src are device addresses of @a gpu or host
+     * addresses (is_dev tells which). UCS_OK when done inline, UCS_INPROGRESS
+     * with @a copy to poll otherwise. */
+    ucs_status_t (*copy)(gpumem_driver_gpu_t *gpu, uint64_t dst, int dst_dev,
+                         uint64_t src, int src_dev, size_t size,
+                         gpumem_driver_copy_t *copy);
+    ucs_status_t (*copy_poll)(gpumem_driver_copy_t *copy);
+
+    /* Whether an address is device memory of this driver, and whose */
+    int          (*is_device_addr)(gpumem_driver_t *driver, const void *addr,
+                                   unsigned *gpu_index_p);
+
+    /* Turns the GPU's bus mastering off: it reaches no memory after */
+    void         (*release)(gpumem_driver_gpu_t *gpu);
+
+    /* Tests only: the next matching operation fails as asked */
+    void         (*inject_fault)(gpumem_driver_gpu_t *gpu,
+                                 gpumem_driver_fault_t fault);
+} gpumem_driver_ops_t;
+
+
+/**
+ * A driver instance: its ops and its private state.
+ */
+struct gpumem_driver {
+    const gpumem_driver_ops_t *ops;
+};
+
+END_C_DECLS
+
+#endif

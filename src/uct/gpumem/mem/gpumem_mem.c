@@ -1,0 +1,923 @@
+/**
+ * gpumem memory core: regions of a GPU's memory, who holds what, and when
+ * it is given back (seed 003), on any driver.
+ *
+ * Locking: the owner of a GPU's memory makes one call at a time on it; calls
+ * on two GPUs' memory may run at once. What one GPU's call reads or changes
+ * of another's (the live regions, the peer counts of memory, the owner's
+ * lists of memory) is under one process-wide lock, always taken alone and
+ * never across a driver call that may wait, so two GPUs' calls never wait
+ * for each other in a cycle.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gpumem_mem_int.h"
+
+#include <ucs/datastruct/khash.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/sys.h>
+#include <string.h>
+
+
+KHASH_SET_INIT_INT64(gpumem_region_set)
+
+static pthread_mutex_t gpumem_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static khash_t(gpumem_region_set) gpumem_live_regions;
+
+
+static void gpumem_mem_global_lock(void)
+{
+    pthread_mutex_lock(&gpumem_mem_lock);
+}
+
+static void gpumem_mem_global_unlock(void)
+{
+    pthread_mutex_unlock(&gpumem_mem_lock);
+}
+
+static const char *gpumem_gpu_name(const gpumem_gpu_t *gpu, char *buf)
+{
+    return gpumem_pci_addr_str(&gpumem_gpu_reach(gpu)->addr, buf,
+                               GPUMEM_TOPO_PCI_STR_MAX);
+}
+
+/* Under the global lock */
+static int gpumem_region_is_live(const gpumem_region_t *region)
+{
+    return kh_get(gpumem_region_set, &gpumem_live_regions,
+                  (uint64_t)(uintptr_t)region) !=
+           kh_end(&gpumem_live_regions);
+}
+
+static ucs_status_t gpumem_region_create(gpumem_mapping_t *mapping,
+                                         uint64_t address, size_t size,
+                                         void *host, int from_alloc,
+                                         gpumem_region_t **region_p)
+{
+    gpumem_region_t *region;
+    int ret;
+
+    region = ucs_calloc(1, sizeof(*region), "gpumem_region");
+    if (region == NULL) {
+        ucs_error("gpumem: failed to allocate a region");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    region->gpu        = mapping->gpu;
+    region->kind       = mapping->memory->kind;
+    region->mapping    = mapping;
+    region->address    = address;
+    region->size       = size;
+    region->host       = host;
+    region->from_alloc = from_alloc;
+
+    gpumem_mem_global_lock();
+    kh_put(gpumem_region_set, &gpumem_live_regions,
+           (uint64_t)(uintptr_t)region, &ret);
+    gpumem_mem_global_unlock();
+    if (ret < 0) {
+        ucs_free(region);
+        ucs_error("gpumem: failed to record a region");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ++mapping->refcount;
+    ucs_list_add_tail(&mapping->gpu->regions, &region->list);
+    *region_p = region;
+    return UCS_OK;
+}
+
+/* Under the global lock */
+static void gpumem_region_forget(gpumem_region_t *region)
+{
+    khiter_t iter = kh_get(gpumem_region_set, &gpumem_live_regions,
+                           (uint64_t)(uintptr_t)region);
+
+    kh_del(gpumem_region_set, &gpumem_live_regions, iter);
+    ucs_list_del(&region->list);
+}
+
+/* Gives the memory's backing back to the driver */
+static void gpumem_memory_destroy(gpumem_memory_t *memory)
+{
+    gpumem_gpu_t *owner = memory->owner;
+
+    switch (memory->type) {
+    case GPUMEM_MEMORY_VRAM:
+        if (memory->host != NULL) {
+            owner->ops->bar_unmap(memory->vram, memory->host);
+        }
+        owner->ops->mem_free(memory->vram);
+        break;
+    case GPUMEM_MEMORY_SYSTEM:
+        owner->ops->sys_free(owner->dgpu, memory->host, memory->size);
+        break;
+    case GPUMEM_MEMORY_PINNED:
+        if (!owner->released) {
+            owner->ops->unpin(owner->dgpu, memory->host, memory->size);
+        }
+        break;
+    }
+    ucs_free(memory);
+}
+
+/* Whether memory whose owner's regions are gone may go back now: no peer
+ * maps it and no peer may still write it; under the global lock */
+static int gpumem_memory_is_idle(const gpumem_memory_t *memory)
+{
+    return memory->owner_done && (memory->peers == 0) && !memory->tainted &&
+           !memory->reserved;
+}
+
+/* Memory of other GPUs this GPU's calls put back for their owners: each
+ * owner gives it back at its next call */
+static void gpumem_gpu_give_back_deferred(gpumem_gpu_t *gpu)
+{
+    UCS_LIST_HEAD(idle);
+    gpumem_memory_t *memory, *tmp;
+
+    gpumem_mem_global_lock();
+    ucs_list_splice_tail(&idle, &gpu->deferred);
+    ucs_list_head_init(&gpu->deferred);
+    gpumem_mem_global_unlock();
+
+    ucs_list_for_each_safe(memory, tmp, &idle, list) {
+        ucs_list_del(&memory->list);
+        gpumem_memory_destroy(memory);
+    }
+}
+
+static ucs_status_t gpumem_gpu_check_live(const gpumem_gpu_t *gpu,
+                                          const char *call)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    if (gpu->released) {
+        ucs_error("gpumem: %s on GPU %s after its release", call,
+                  gpumem_gpu_name(gpu, name));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
+                               gpumem_gpu_t **gpu_p)
+{
+    gpumem_gpu_t *gpu;
+
+    if (index >= driver->ops->num_gpus(driver)) {
+        ucs_error("gpumem: the %s driver has no GPU %u", driver->ops->name,
+                  index);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    gpu = ucs_calloc(1, sizeof(*gpu), "gpumem_gpu");
+    if (gpu == NULL) {
+        ucs_error("gpumem: failed to allocate GPU %u", index);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    gpu->driver = driver;
+    gpu->ops    = driver->ops;
+    gpu->dgpu   = driver->ops->gpu(driver, index);
+    gpu->index  = index;
+    ucs_list_head_init(&gpu->regions);
+    ucs_list_head_init(&gpu->mappings);
+    ucs_list_head_init(&gpu->kept);
+    ucs_list_head_init(&gpu->memories);
+    ucs_list_head_init(&gpu->deferred);
+    *gpu_p = gpu;
+    return UCS_OK;
+}
+
+const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu)
+{
+    return gpu->ops->reach(gpu->dgpu);
+}
+
+static ucs_status_t gpumem_memory_create(gpumem_gpu_t *gpu,
+                                         gpumem_memory_type_t type,
+                                         gpumem_kind_t kind, size_t size,
+                                         gpumem_memory_t **memory_p)
+{
+    gpumem_memory_t *memory;
+
+    memory = ucs_calloc(1, sizeof(*memory), "gpumem_memory");
+    if (memory == NULL) {
+        ucs_error("gpumem: failed to allocate a memory descriptor");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    memory->owner = gpu;
+    memory->type  = type;
+    memory->kind  = kind;
+    memory->size  = size;
+    *memory_p     = memory;
+    return UCS_OK;
+}
+
+static void gpumem_memory_own(gpumem_memory_t *memory)
+{
+    gpumem_mem_global_lock();
+    ucs_list_add_tail(&memory->owner->memories, &memory->list);
+    gpumem_mem_global_unlock();
+}
+
+/* Maps @a memory into @a gpu's tables at new addresses */
+static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
+                                          gpumem_memory_t *memory,
+                                          unsigned map_flags,
+                                          gpumem_mapping_t **mapping_p)
+{
+    size_t align = (memory->vram != NULL) ? memory->vram->page_size :
+                                            GPUMEM_PAGE_SIZE;
+    gpumem_mapping_t *mapping;
+    ucs_status_t status;
+
+    mapping = ucs_calloc(1, sizeof(*mapping), "gpumem_mapping");
+    if (mapping == NULL) {
+        ucs_error("gpumem: failed to allocate a mapping");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    mapping->gpu     = gpu;
+    mapping->memory  = memory;
+    mapping->va_size = memory->size;
+    status = gpu->ops->va_reserve(gpu->dgpu, mapping->va_size, align,
+                                  &mapping->va);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    if (memory->type == GPUMEM_MEMORY_VRAM) {
+        status = gpu->ops->pt_map_vram(gpu->dgpu, mapping->va, memory->vram,
+                                       0, memory->size, map_flags);
+    } else {
+        /* System memory: snooped and uncached, whatever was asked */
+        status = gpu->ops->pt_map_host(gpu->dgpu, mapping->va, memory->host,
+                                       memory->size,
+                                       map_flags | GPUMEM_DRIVER_MAP_UNCACHED);
+    }
+    if (status != UCS_OK) {
+        goto err_va;
+    }
+
+    ucs_list_add_tail(&gpu->mappings, &mapping->list);
+    *mapping_p = mapping;
+    return UCS_OK;
+
+err_va:
+    gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+err_free:
+    ucs_free(mapping);
+    return status;
+}
+
+static void gpumem_mapping_destroy(gpumem_mapping_t *mapping)
+{
+    gpumem_gpu_t *gpu = mapping->gpu;
+
+    gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+    ucs_list_del(&mapping->list);
+    ucs_free(mapping);
+}
+
+ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
+                          unsigned flags, gpumem_region_t **region_p)
+{
+    unsigned map_flags = (flags & GPUMEM_ALLOC_UNCACHED) ?
+                         GPUMEM_DRIVER_MAP_UNCACHED : 0;
+    size_t page_size, rounded;
+    gpumem_mapping_t *mapping;
+    gpumem_memory_t *memory;
+    ucs_status_t status;
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    status = gpumem_gpu_check_live(gpu, "alloc");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((size == 0) || (size > (SIZE_MAX / 2))) {
+        ucs_error("gpumem: alloc of %zu bytes on GPU %s: the size must be "
+                  "positive and representable", size,
+                  gpumem_gpu_name(gpu, name));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    gpumem_gpu_give_back_deferred(gpu);
+
+    if (kind == GPUMEM_KIND_HOST) {
+        page_size = ucs_get_page_size();
+    } else if (size >= GPUMEM_LARGE_PAGE_FROM) {
+        page_size = GPUMEM_LARGE_PAGE_SIZE;
+    } else {
+        page_size = GPUMEM_PAGE_SIZE;
+    }
+    rounded = ucs_align_up(size, page_size);
+
+    status = gpumem_memory_create(gpu,
+                                  (kind == GPUMEM_KIND_HOST) ?
+                                  GPUMEM_MEMORY_SYSTEM : GPUMEM_MEMORY_VRAM,
+                                  kind, rounded, &memory);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (kind == GPUMEM_KIND_HOST) {
+        status = gpu->ops->sys_alloc(gpu->dgpu, rounded, &memory->host);
+    } else {
+        status = gpu->ops->mem_alloc(gpu->dgpu, rounded, page_size,
+                                     kind == GPUMEM_KIND_BAR, &memory->vram);
+    }
+    if (status != UCS_OK) {
+        goto err_free_memory;
+    }
+
+    if (kind == GPUMEM_KIND_BAR) {
+        status = gpu->ops->bar_map(memory->vram, &memory->host);
+        if (status != UCS_OK) {
+            goto err_destroy_memory;
+        }
+    }
+
+    status = gpumem_mapping_create(gpu, memory, map_flags, &mapping);
+    if (status != UCS_OK) {
+        goto err_destroy_memory;
+    }
+
+    status = gpumem_region_create(mapping, mapping->va, rounded, memory->host,
+                                  1, region_p);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+
+    gpumem_memory_own(memory);
+    return UCS_OK;
+
+err_unmap:
+    gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+    gpumem_mapping_destroy(mapping);
+err_destroy_memory:
+    gpumem_memory_destroy(memory);
+    return status;
+err_free_memory:
+    ucs_free(memory);
+    return status;
+}
+
+ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
+                             gpumem_region_t **region_p)
+{
+    size_t page_size = ucs_get_page_size();
+    gpumem_mapping_t *mapping;
+    gpumem_memory_t *memory;
+    ucs_status_t status;
+    uintptr_t start, end;
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    status = gpumem_gpu_check_live(gpu, "map_host");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((size == 0) || (addr == NULL) ||
+        ((uintptr_t)addr > (UINTPTR_MAX - size - page_size))) {
+        ucs_error("gpumem: map_host of %zu bytes at %p on GPU %s: the "
+                  "range must be non-empty and valid", size, addr,
+                  gpumem_gpu_name(gpu, name));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    gpumem_gpu_give_back_deferred(gpu);
+
+    start  = ucs_align_down((uintptr_t)addr, page_size);
+    end    = ucs_align_up((uintptr_t)addr + size, page_size);
+    status = gpumem_memory_create(gpu, GPUMEM_MEMORY_PINNED,
+                                  GPUMEM_KIND_HOST, end - start, &memory);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    memory->host = (void*)start;
+    status       = gpu->ops->pin(gpu->dgpu, memory->host, memory->size);
+    if (status != UCS_OK) {
+        ucs_free(memory);
+        return status;
+    }
+
+    status = gpumem_mapping_create(gpu, memory, 0, &mapping);
+    if (status != UCS_OK) {
+        goto err_destroy_memory;
+    }
+
+    status = gpumem_region_create(mapping,
+                                  mapping->va + ((uintptr_t)addr - start),
+                                  size, addr, 0, region_p);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+
+    gpumem_memory_own(memory);
+    return UCS_OK;
+
+err_unmap:
+    gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+    gpumem_mapping_destroy(mapping);
+err_destroy_memory:
+    gpumem_memory_destroy(memory);
+    return status;
+}
+
+/* This GPU's mapping of @a memory, or NULL */
+static gpumem_mapping_t *gpumem_gpu_find_mapping(gpumem_gpu_t *gpu,
+                                                 gpumem_memory_t *memory)
+{
+    gpumem_mapping_t *mapping;
+
+    ucs_list_for_each(mapping, &gpu->mappings, list) {
+        if (mapping->memory == memory) {
+            return mapping;
+        }
+    }
+    return NULL;
+}
+
+/* Whether @a gpu may map @a memory of another GPU: one machine and one
+ * address space, and for GPU memory, reaches() */
+static ucs_status_t gpumem_map_peer_check(gpumem_gpu_t *gpu,
+                                          const gpumem_memory_t *memory)
+{
+    const gpumem_topo_reach_t *r = gpumem_gpu_reach(gpu);
+    const gpumem_topo_reach_t *o = gpumem_gpu_reach(memory->owner);
+    char r_name[GPUMEM_TOPO_PCI_STR_MAX], o_name[GPUMEM_TOPO_PCI_STR_MAX];
+    gpumem_topo_verdict_t verdict;
+
+    gpumem_gpu_name(gpu, r_name);
+    gpumem_gpu_name(memory->owner, o_name);
+
+    if (memory->type == GPUMEM_MEMORY_VRAM) {
+        if (!gpumem_topo_reaches(r, o, 0, &verdict)) {
+            ucs_error("gpumem: GPU %s does not reach the memory of GPU %s: "
+                      "%s", r_name, o_name, verdict.reason);
+            return UCS_ERR_UNREACHABLE;
+        }
+        return UCS_OK;
+    }
+
+    if (strncmp(r->machine, o->machine, sizeof(r->machine)) != 0) {
+        ucs_error("gpumem: GPU %s (on '%s') cannot map system memory of "
+                  "GPU %s's machine '%s'", r_name, r->machine, o_name,
+                  o->machine);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (r->space != o->space) {
+        ucs_error("gpumem: page tables of GPU %s and GPU %s take addresses "
+                  "from different spaces", r_name, o_name);
+        return UCS_ERR_UNREACHABLE;
+    }
+    return UCS_OK;
+}
+
+/* Maps another GPU's memory into @a gpu's tables; for system memory, pins
+ * its pages for this GPU first */
+static ucs_status_t gpumem_map_peer_new(gpumem_gpu_t *gpu,
+                                        gpumem_memory_t *memory,
+                                        gpumem_mapping_t **mapping_p)
+{
+    ucs_status_t status;
+
+    if (memory->type != GPUMEM_MEMORY_VRAM) {
+        status = gpu->ops->pin(gpu->dgpu, memory->host, memory->size);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    status = gpumem_mapping_create(gpu, memory, 0, mapping_p);
+    if ((status != UCS_OK) && (memory->type != GPUMEM_MEMORY_VRAM)) {
+        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+    }
+    return status;
+}
+
+/* A peer's hold on @a memory ends; under the global lock. Memory whose
+ * owner freed it goes back at the owner's next call, or now if the owner
+ * was released. Returns memory to destroy now, or NULL. */
+static gpumem_memory_t *gpumem_memory_drop_peer(gpumem_memory_t *memory)
+{
+    --memory->peers;
+    if (!gpumem_memory_is_idle(memory)) {
+        return NULL;
+    }
+
+    ucs_list_del(&memory->list);
+    if (memory->owner->released) {
+        return memory;
+    }
+    ucs_list_add_tail(&memory->owner->deferred, &memory->list);
+    return NULL;
+}
+
+ucs_status_t gpumem_map_peer(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                             gpumem_region_t **region_p)
+{
+    char owner_name[GPUMEM_TOPO_PCI_STR_MAX];
+    gpumem_mapping_t *mapping;
+    gpumem_memory_t *memory, *idle;
+    ucs_status_t status;
+    size_t offset;
+
+    status = gpumem_gpu_check_live(gpu, "map_peer");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    gpumem_gpu_give_back_deferred(gpu);
+
+    /* Read and count the other GPU's region under the lock */
+    gpumem_mem_global_lock();
+    if (!gpumem_region_is_live(region)) {
+        gpumem_mem_global_unlock();
+        ucs_error("gpumem: map_peer of region %p, which was freed or never "
+                  "given", region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((region->mapping == NULL) ||
+        region->mapping->memory->owner->released) {
+        gpumem_mem_global_unlock();
+        ucs_error("gpumem: map_peer of memory of GPU %s, whose function was "
+                  "released: another open may have reset it",
+                  gpumem_gpu_name((region->mapping == NULL) ? region->gpu :
+                                  region->mapping->memory->owner,
+                                  owner_name));
+        return UCS_ERR_NOT_CONNECTED;
+    }
+
+    /* A region map_peer gave maps the owner's memory: the same memory */
+    memory = region->mapping->memory;
+    offset = region->address - region->mapping->va;
+
+    mapping = gpumem_gpu_find_mapping(gpu, memory);
+    if (mapping == NULL) {
+        ++memory->peers; /* Held from before the tables point there */
+    }
+    gpumem_mem_global_unlock();
+
+    if (mapping == NULL) {
+        status = gpumem_map_peer_check(gpu, memory);
+        if (status == UCS_OK) {
+            status = gpumem_map_peer_new(gpu, memory, &mapping);
+        }
+        if (status != UCS_OK) {
+            gpumem_mem_global_lock();
+            idle = gpumem_memory_drop_peer(memory);
+            gpumem_mem_global_unlock();
+            if (idle != NULL) {
+                gpumem_memory_destroy(idle);
+            }
+            return status;
+        }
+    }
+
+    status = gpumem_region_create(mapping, mapping->va + offset, region->size,
+                                  region->host, 0, region_p);
+    if ((status != UCS_OK) && (mapping->refcount == 0)) {
+        gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+        gpumem_mapping_destroy(mapping);
+        gpumem_mem_global_lock();
+        idle = gpumem_memory_drop_peer(memory);
+        gpumem_mem_global_unlock();
+        if (idle != NULL) {
+            gpumem_memory_destroy(idle);
+        }
+    }
+    return status;
+}
+
+/* The owner's last region over its own memory is gone; under the global
+ * lock. Returns the memory to destroy now, or NULL if a peer keeps it. */
+static gpumem_memory_t *gpumem_memory_owner_done(gpumem_memory_t *memory)
+{
+    memory->owner_done = 1;
+    if (!gpumem_memory_is_idle(memory)) {
+        return NULL;
+    }
+    ucs_list_del(&memory->list);
+    return memory;
+}
+
+/* The last region over @a mapping was freed: unmap it and give back what
+ * the GPU holds for it */
+static void gpumem_mapping_release(gpumem_mapping_t *mapping)
+{
+    gpumem_gpu_t *gpu       = mapping->gpu;
+    gpumem_memory_t *memory = mapping->memory;
+    gpumem_memory_t *idle   = NULL;
+    ucs_status_t status;
+
+    if (memory->reserved) {
+        /* Reserved for a bus client: nothing goes back, and no later
+         * allocation takes the memory */
+        ucs_list_del(&mapping->list);
+        ucs_list_add_tail(&gpu->kept, &mapping->list);
+        return;
+    }
+
+    status = gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+    if (status != UCS_OK) {
+        /* The GPU may still reach the memory: keep it and its addresses
+         * until the give-back after the release */
+        ucs_debug("gpumem: flush of %zu bytes at 0x%lx not confirmed: kept "
+                  "until the GPU's release", mapping->va_size,
+                  (unsigned long)mapping->va);
+        ucs_list_del(&mapping->list);
+        ucs_list_add_tail(&gpu->kept, &mapping->list);
+        if (memory->owner != gpu) {
+            gpumem_mem_global_lock();
+            memory->tainted = 1;
+            gpumem_mem_global_unlock();
+        }
+        return;
+    }
+
+    gpumem_mem_global_lock();
+    if (memory->owner == gpu) {
+        idle = gpumem_memory_owner_done(memory);
+    } else {
+        idle = gpumem_memory_drop_peer(memory);
+    }
+    gpumem_mem_global_unlock();
+
+    if ((memory->owner != gpu) && (memory->type != GPUMEM_MEMORY_VRAM)) {
+        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+    }
+    gpumem_mapping_destroy(mapping);
+    if (idle != NULL) {
+        gpumem_memory_destroy(idle);
+    }
+}
+
+ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+    gpumem_mapping_t *mapping;
+
+    gpumem_mem_global_lock();
+    if (!gpumem_region_is_live(region) || (region->gpu != gpu)) {
+        gpumem_mem_global_unlock();
+        ucs_error("gpumem: free of region %p, which is not a region of GPU "
+                  "%s or was freed", region, gpumem_gpu_name(gpu, name));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    gpumem_region_forget(region);
+    gpumem_mem_global_unlock();
+
+    mapping = region->mapping;
+    ucs_free(region);
+
+    if (mapping == NULL) {
+        /* Released: the give-back gave back everything, nothing to write */
+        return UCS_OK;
+    }
+
+    gpumem_gpu_give_back_deferred(gpu);
+    if (--mapping->refcount == 0) {
+        gpumem_mapping_release(mapping);
+    }
+    return UCS_OK;
+}
+
+/* At release, a mapping of this GPU's tables ends without a table write:
+ * the function masters the bus no more */
+static void gpumem_release_mapping(gpumem_gpu_t *gpu,
+                                   gpumem_mapping_t *mapping)
+{
+    gpumem_memory_t *memory = mapping->memory;
+    gpumem_memory_t *idle   = NULL;
+
+    gpumem_mem_global_lock();
+    if (memory->owner == gpu) {
+        memory->owner_done = 1;
+    } else {
+        idle = gpumem_memory_drop_peer(memory);
+    }
+    gpumem_mem_global_unlock();
+
+    gpumem_mapping_destroy(mapping);
+    if (idle != NULL) {
+        gpumem_memory_destroy(idle);
+    }
+}
+
+void gpumem_gpu_release(gpumem_gpu_t *gpu)
+{
+    gpumem_region_t *region;
+    gpumem_mapping_t *mapping, *mapping_tmp;
+    gpumem_memory_t *memory, *memory_tmp;
+    UCS_LIST_HEAD(idle);
+
+    if (gpu->released) {
+        return;
+    }
+
+    /* Bus mastering off first: nothing is given back while the GPU may
+     * still reach it */
+    gpu->ops->release(gpu->dgpu);
+    gpu->released = 1;
+
+    /* Regions out stay valid handles, over nothing: their free gives back
+     * nothing more */
+    gpumem_mem_global_lock();
+    ucs_list_for_each(region, &gpu->regions, list) {
+        region->mapping = NULL;
+    }
+    gpumem_mem_global_unlock();
+
+    ucs_list_for_each_safe(mapping, mapping_tmp, &gpu->mappings, list) {
+        gpumem_release_mapping(gpu, mapping);
+    }
+    ucs_list_for_each_safe(mapping, mapping_tmp, &gpu->kept, list) {
+        gpumem_release_mapping(gpu, mapping);
+    }
+
+    /* Its own memory goes back, but what another GPU maps (or may still
+     * write) or a bus client was given */
+    gpumem_mem_global_lock();
+    ucs_list_splice_tail(&idle, &gpu->deferred);
+    ucs_list_head_init(&gpu->deferred);
+    ucs_list_for_each_safe(memory, memory_tmp, &gpu->memories, list) {
+        memory->tainted = 0;
+        if (gpumem_memory_is_idle(memory)) {
+            ucs_list_del(&memory->list);
+            ucs_list_add_tail(&idle, &memory->list);
+        } else if (memory->peers > 0) {
+            /* Peers keep it: the function stays taken until they go */
+            gpu->reserved = 1;
+        }
+    }
+    gpumem_mem_global_unlock();
+
+    ucs_list_for_each_safe(memory, memory_tmp, &idle, list) {
+        ucs_list_del(&memory->list);
+        gpumem_memory_destroy(memory);
+    }
+}
+
+void gpumem_gpu_destroy(gpumem_gpu_t *gpu)
+{
+    gpumem_region_t *region, *region_tmp;
+    gpumem_memory_t *memory, *tmp;
+    int in_use;
+
+    gpumem_gpu_release(gpu);
+
+    gpumem_mem_global_lock();
+    ucs_list_for_each_safe(region, region_tmp, &gpu->regions, list) {
+        gpumem_region_forget(region);
+        ucs_free(region);
+    }
+    in_use = 0;
+    ucs_list_for_each(memory, &gpu->memories, list) {
+        in_use |= (memory->peers > 0);
+    }
+    if (in_use) {
+        ucs_warn("gpumem: GPU %u destroyed while another GPU maps its "
+                 "memory: the memory is left to the process's exit",
+                 gpu->index);
+    }
+    gpumem_mem_global_unlock();
+
+    /* What is left is reserved for a bus client until the process exits,
+     * or mapped by peers that outlive this object */
+    ucs_list_for_each_safe(memory, tmp, &gpu->memories, list) {
+        if (memory->peers == 0) {
+            ucs_list_del(&memory->list);
+            gpumem_memory_destroy(memory);
+        }
+    }
+    if (!in_use) {
+        ucs_free(gpu);
+    }
+}
+
+ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                        const gpumem_topo_reach_t *client,
+                        gpumem_bus_range_t **ranges_p, unsigned *count_p)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX], client_name[GPUMEM_TOPO_PCI_STR_MAX];
+    gpumem_topo_verdict_t verdict;
+    gpumem_bus_range_t *range;
+    gpumem_memory_t *memory;
+    int live;
+
+    gpumem_mem_global_lock();
+    live = gpumem_region_is_live(region) && (region->gpu == gpu) &&
+           region->from_alloc && (region->mapping != NULL);
+    gpumem_mem_global_unlock();
+    if (!live || gpu->released) {
+        ucs_error("gpumem: bus of region %p: not a live region that alloc "
+                  "gave GPU %s, or the GPU was released", region,
+                  gpumem_gpu_name(gpu, name));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    gpumem_gpu_name(gpu, name);
+    gpumem_pci_addr_str(&client->addr, client_name, sizeof(client_name));
+    memory = region->mapping->memory;
+
+    if (memory->type != GPUMEM_MEMORY_VRAM) {
+        ucs_error("gpumem: bus addresses of system memory for %s: the %s "
+                  "driver does not know the physical addresses of pages",
+                  client_name, gpu->ops->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (!gpumem_topo_dma_reaches(client, gpumem_gpu_reach(gpu), 0,
+                                 &verdict)) {
+        ucs_error("gpumem: %s does not reach the memory of GPU %s by DMA: "
+                  "%s", client_name, name, verdict.reason);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    range = ucs_malloc(sizeof(*range), "gpumem_bus_range");
+    if (range == NULL) {
+        ucs_error("gpumem: failed to allocate a bus range");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    range->address = gpu->ops->bar_bus_addr(gpu->dgpu) + memory->vram->phys;
+    range->length  = memory->size;
+
+    /* Until the process exits, the memory and the GPU are the client's */
+    memory->reserved = 1;
+    gpu->reserved    = 1;
+    *ranges_p        = range;
+    *count_p         = 1;
+    return UCS_OK;
+}
+
+uint64_t gpumem_region_address(const gpumem_region_t *region)
+{
+    return region->address;
+}
+
+size_t gpumem_region_size(const gpumem_region_t *region)
+{
+    return region->size;
+}
+
+gpumem_kind_t gpumem_region_kind(const gpumem_region_t *region)
+{
+    return region->kind;
+}
+
+void *gpumem_region_host(const gpumem_region_t *region)
+{
+    return region->host;
+}
+
+gpumem_gpu_t *gpumem_region_gpu(const gpumem_region_t *region)
+{
+    return region->gpu;
+}
+
+void gpumem_gpu_stats(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)
+{
+    gpumem_mapping_t *mapping;
+    gpumem_memory_t *memory;
+    gpumem_region_t *region;
+
+    memset(stats, 0, sizeof(*stats));
+    gpumem_mem_global_lock();
+    ucs_list_for_each(region, &gpu->regions, list) {
+        ++stats->regions;
+    }
+    ucs_list_for_each(mapping, &gpu->mappings, list) {
+        ++stats->mappings;
+    }
+    ucs_list_for_each(mapping, &gpu->kept, list) {
+        ++stats->kept;
+    }
+    ucs_list_for_each(memory, &gpu->memories, list) {
+        ++stats->memories;
+        if (memory->type == GPUMEM_MEMORY_VRAM) {
+            stats->vram_bytes += memory->size;
+        }
+    }
+    ucs_list_for_each(memory, &gpu->deferred, list) {
+        ++stats->memories;
+        if (memory->type == GPUMEM_MEMORY_VRAM) {
+            stats->vram_bytes += memory->size;
+        }
+    }
+    gpumem_mem_global_unlock();
+}

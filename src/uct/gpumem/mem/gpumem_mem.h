@@ -1,0 +1,148 @@
+/**
+ * gpumem memory core: the memory a GPU addresses (seed 003), on any driver.
+ *
+ * A GPU's memory (gpumem_gpu_t) gives out regions: of its own memory (GPU),
+ * of its own memory that the process reaches through the memory BAR (BAR),
+ * of system memory (HOST), of pages the process already has (map_host) and
+ * of other GPUs' memory (map_peer). Each is given back by gpumem_free, or by
+ * the GPU's release. The error model is UCX's: "no room now" is
+ * UCS_ERR_NO_MEMORY, a refusal is another status with a logged reason
+ * naming what is missing, and an invalid argument is UCS_ERR_INVALID_PARAM
+ * with nothing taken.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_MEM_H_
+#define GPUMEM_MEM_H_
+
+#include <uct/gpumem/driver/gpumem_driver.h>
+
+BEGIN_C_DECLS
+
+typedef struct gpumem_gpu    gpumem_gpu_t;
+typedef struct gpumem_region gpumem_region_t;
+
+
+/**
+ * Where new memory is and who reaches it.
+ */
+typedef enum {
+    GPUMEM_KIND_GPU,   /* The GPU's memory, which the process does not reach */
+    GPUMEM_KIND_BAR,   /* The GPU's memory, one block the process reaches
+                          through the memory BAR */
+    GPUMEM_KIND_HOST   /* System memory, which the GPU reaches uncached */
+} gpumem_kind_t;
+
+
+/**
+ * Flags of gpumem_alloc().
+ */
+enum {
+    GPUMEM_ALLOC_UNCACHED = UCS_BIT(0)  /* The GPU bypasses its caches */
+};
+
+
+#define GPUMEM_PAGE_SIZE        4096ul
+#define GPUMEM_LARGE_PAGE_SIZE  (2ul << 20)
+#define GPUMEM_LARGE_PAGE_FROM  (8ul << 20)  /* Allocations from this size on
+                                                map with large pages */
+
+
+/**
+ * A bus address range another PCI function reaches memory at by DMA.
+ */
+typedef struct gpumem_bus_range {
+    uint64_t address;
+    size_t   length;
+} gpumem_bus_range_t;
+
+
+/**
+ * The memory of the GPU @a index of @a driver.
+ */
+ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
+                               gpumem_gpu_t **gpu_p);
+
+/**
+ * Release the GPU's function (bus mastering off), then give back all it
+ * holds, regions that are out included; its mappings of other GPUs' memory
+ * end as their frees would. Memory another GPU maps stays for that GPU.
+ * Releasing again does nothing more. Alloc, map_host and map_peer are
+ * UCS_ERR_INVALID_PARAM afterwards.
+ */
+void gpumem_gpu_release(gpumem_gpu_t *gpu);
+
+/* Release (if not yet) and free the object, once no other GPU maps its
+ * memory; until then the object lives on for its peers */
+void gpumem_gpu_destroy(gpumem_gpu_t *gpu);
+
+const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu);
+
+
+/**
+ * @a size new bytes of @a kind. System memory is rounded up to the
+ * machine's page; GPU memory to 4 KiB, or to 2 MiB from 8 MiB on.
+ */
+ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
+                          unsigned flags, gpumem_region_t **region_p);
+
+/**
+ * Map for the GPU the pages that hold @a size bytes at @a addr: pins them
+ * and maps them anew at each call.
+ */
+ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
+                             gpumem_region_t **region_p);
+
+/**
+ * Map @a region, of any GPU (this one included), for this GPU. Where this
+ * GPU maps that memory already, the result is a new region over the same
+ * mapping, which writes no table and pins nothing. If @a region came from
+ * map_peer, the region it maps is mapped.
+ */
+ucs_status_t gpumem_map_peer(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                             gpumem_region_t **region_p);
+
+/**
+ * Give back what alloc, map_host or map_peer gave. UCS_ERR_INVALID_PARAM if
+ * the region is not this GPU's or was freed.
+ */
+ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region);
+
+/**
+ * Where the PCI function @a client reaches the region's memory by DMA; from
+ * then on, until the process exits, the memory and the GPU are reserved for
+ * it: a free gives nothing back, a release keeps the function taken.
+ * @a ranges_p is allocated (ucs_free it).
+ */
+ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                        const gpumem_topo_reach_t *client,
+                        gpumem_bus_range_t **ranges_p, unsigned *count_p);
+
+/* The GPU address of the region's first byte */
+uint64_t gpumem_region_address(const gpumem_region_t *region);
+size_t gpumem_region_size(const gpumem_region_t *region);
+gpumem_kind_t gpumem_region_kind(const gpumem_region_t *region);
+/* The process's window on the region's bytes, or NULL */
+void *gpumem_region_host(const gpumem_region_t *region);
+gpumem_gpu_t *gpumem_region_gpu(const gpumem_region_t *region);
+
+
+/**
+ * What the GPU holds now, for tests and diagnostics.
+ */
+typedef struct gpumem_gpu_stats {
+    unsigned regions;        /* Regions out */
+    unsigned mappings;       /* Distinct mappings its tables hold */
+    unsigned memories;       /* Memory objects it owns, freed ones included
+                                while a peer maps them */
+    unsigned kept;           /* Memory kept for an unconfirmed flush or a
+                                bus reservation */
+    size_t   vram_bytes;     /* VRAM it holds */
+} gpumem_gpu_stats_t;
+
+void gpumem_gpu_stats(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats);
+
+END_C_DECLS
+
+#endif

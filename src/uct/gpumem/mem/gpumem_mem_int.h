@@ -1,0 +1,91 @@
+/**
+ * gpumem memory core: the objects behind regions (internal).
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_MEM_INT_H_
+#define GPUMEM_MEM_INT_H_
+
+#include "gpumem_mem.h"
+
+#include <ucs/datastruct/list.h>
+#include <pthread.h>
+
+
+/* What a memory object is */
+typedef enum {
+    GPUMEM_MEMORY_VRAM,     /* Allocated GPU memory (kinds GPU and BAR) */
+    GPUMEM_MEMORY_SYSTEM,   /* Allocated system memory (kind HOST) */
+    GPUMEM_MEMORY_PINNED    /* Pages the process had, pinned (map_host) */
+} gpumem_memory_type_t;
+
+
+/*
+ * Memory one GPU took: its VRAM, system memory it allocated, or pages it
+ * pinned. Other GPUs' mappings over it are counted (peers); it goes back
+ * when the owner has no region over it and no peer maps it.
+ */
+typedef struct gpumem_memory {
+    gpumem_gpu_t         *owner;
+    gpumem_memory_type_t type;
+    gpumem_kind_t        kind;
+    gpumem_driver_mem_t  *vram;       /* VRAM, or NULL */
+    void                 *host;       /* System memory, pinned pages, or
+                                         the BAR window */
+    size_t               size;
+    unsigned             peers;       /* Other GPUs' mappings over it */
+    int                  owner_done;  /* The owner's regions are all freed */
+    int                  tainted;     /* A peer may still write it (its
+                                         flush was not confirmed): back only
+                                         at the owner's release */
+    int                  reserved;    /* Reserved for a bus client */
+    ucs_list_link_t      list;        /* In the owner's memories/deferred */
+} gpumem_memory_t;
+
+
+/*
+ * One GPU's page table mapping of one memory, shared by the regions over
+ * it.
+ */
+typedef struct gpumem_mapping {
+    gpumem_gpu_t    *gpu;
+    gpumem_memory_t *memory;
+    uint64_t        va;         /* Start of the reserved addresses */
+    size_t          va_size;
+    unsigned        refcount;   /* Regions over it */
+    ucs_list_link_t list;       /* In the GPU's mappings or kept */
+} gpumem_mapping_t;
+
+
+struct gpumem_region {
+    gpumem_gpu_t     *gpu;
+    gpumem_kind_t    kind;
+    gpumem_mapping_t *mapping;   /* NULL once the GPU was released */
+    uint64_t         address;
+    size_t           size;
+    void             *host;
+    int              from_alloc; /* alloc gave it (bus() takes only these) */
+    ucs_list_link_t  list;       /* In the GPU's regions */
+};
+
+
+struct gpumem_gpu {
+    gpumem_driver_t           *driver;
+    const gpumem_driver_ops_t *ops;
+    gpumem_driver_gpu_t       *dgpu;
+    unsigned                  index;
+    int                       released;
+    int                       reserved;    /* Bus reservation: the function
+                                              stays taken */
+    int                       destroying;  /* Freed when no peer maps */
+    ucs_list_link_t           regions;     /* Regions out */
+    ucs_list_link_t           mappings;    /* Mappings its tables hold */
+    ucs_list_link_t           kept;        /* Mappings kept: unconfirmed
+                                              flush or bus reservation */
+    ucs_list_link_t           memories;    /* Memory it owns */
+    ucs_list_link_t           deferred;    /* Owned memory to give back at
+                                              its next call */
+};
+
+#endif
