@@ -19,6 +19,7 @@ PACKAGES=(
     openmpi-bin libopenmpi-dev
     dpkg-dev xz-utils
     graphviz python3
+    qemu-system-x86 debootstrap cpio kmod zstd
 )
 
 log() { echo "setup: $*"; }
