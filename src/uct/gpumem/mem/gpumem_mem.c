@@ -865,6 +865,22 @@ ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
     return UCS_OK;
 }
 
+gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
+{
+    gpumem_region_t *region, *found = NULL;
+
+    gpumem_mem_global_lock();
+    ucs_list_for_each(region, &gpu->regions, list) {
+        if ((address >= region->address) &&
+            (address - region->address < region->size)) {
+            found = region;
+            break;
+        }
+    }
+    gpumem_mem_global_unlock();
+    return found;
+}
+
 uint64_t gpumem_region_address(const gpumem_region_t *region)
 {
     return region->address;

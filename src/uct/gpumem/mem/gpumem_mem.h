@@ -119,6 +119,12 @@ ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
                         const gpumem_topo_reach_t *client,
                         gpumem_bus_range_t **ranges_p, unsigned *count_p);
 
+/**
+ * The region of @a gpu whose addresses hold @a address, or NULL; the first
+ * given where several do (peer regions over one mapping share addresses).
+ */
+gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address);
+
 /* The GPU address of the region's first byte */
 uint64_t gpumem_region_address(const gpumem_region_t *region);
 size_t gpumem_region_size(const gpumem_region_t *region);

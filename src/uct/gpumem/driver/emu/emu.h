@@ -16,11 +16,20 @@ BEGIN_C_DECLS
  * The emulated machine's settings (UCX_GPUMEM_EMU_* variables).
  */
 typedef struct gpumem_emu_config {
-    size_t     vram_size;   /* Per GPU, where the topology gives none */
+    size_t     vram_size;   /* Per GPU, where the topology gives none;
+                               0: GPUMEM_EMU_DEFAULT_VRAM_SIZE */
     size_t     bar_size;    /* Per GPU; 0: as large as VRAM */
-    const char *shm_dir;    /* Where VRAM lives as shared files */
+    const char *shm_dir;    /* Where the GPUs' shared allocator state lives
+                               (VRAM itself is a memfd); NULL: the default */
     unsigned   copy_inline_max; /* Copies up to this size complete inline */
 } gpumem_emu_config_t;
+
+
+/* Defaults of the settings, for the configuration table. VRAM is sparse:
+ * an untouched byte costs nothing, so the size costs only address space. */
+#define GPUMEM_EMU_DEFAULT_VRAM_SIZE       (1ul << 30)
+#define GPUMEM_EMU_DEFAULT_SHM_DIR         "/dev/shm"
+#define GPUMEM_EMU_DEFAULT_COPY_INLINE_MAX 8192
 
 
 /**

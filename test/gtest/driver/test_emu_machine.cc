@@ -1,0 +1,177 @@
+/**
+ * gpumem tests: the emulated machine: its topology, its GPUs' facts and
+ * their device addresses.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "emu_test.h"
+
+#include <string>
+#include <unistd.h>
+
+
+class emu_machine : public emu_test {
+protected:
+    static std::string host_name() {
+        char name[256] = "";
+
+        gethostname(name, sizeof(name) - 1);
+        return name;
+    }
+};
+
+
+TEST_F(emu_machine, builtin_topology_has_two_gpus_and_a_nic_under_one_switch)
+{
+    gpumem_topo_params_t params = {};
+    gpumem_topo_t *topo;
+
+    params.xml_buffer = gpumem_emu_builtin_topology;
+    params.sysfs_root = "/nonexistent";
+    ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &topo));
+
+    ASSERT_EQ(2u, topo->num_gpus);
+    ASSERT_EQ(1u, topo->num_nics);
+    for (unsigned i = 0; i < 2; ++i) {
+        EXPECT_EQ(GPUMEM_TOPO_DEV_GPU, topo->devs[i].type);
+        EXPECT_EQ(0x10de, topo->devs[i].vendor);
+        EXPECT_EQ(0x0302, topo->devs[i].class_id);
+        /* The machine is this one, so that every process agrees */
+        EXPECT_EQ(host_name(), topo->devs[i].reach.machine);
+        EXPECT_STREQ("GenuineIntel", topo->devs[i].reach.cpu_vendor);
+    }
+    EXPECT_EQ(GPUMEM_TOPO_DEV_NIC, topo->devs[2].type);
+    EXPECT_STREQ("mlx5_0", topo->devs[2].name);
+    EXPECT_EQ(0x15b3, topo->devs[2].vendor);
+
+    EXPECT_EQ(GPUMEM_TOPO_REL_SAME_SWITCH,
+              gpumem_topo_relation(&topo->devs[0].reach,
+                                   &topo->devs[1].reach, NULL));
+    EXPECT_EQ(GPUMEM_TOPO_REL_SAME_SWITCH,
+              gpumem_topo_relation(&topo->devs[0].reach,
+                                   &topo->devs[2].reach, NULL));
+    gpumem_topo_destroy(topo);
+}
+
+TEST_F(emu_machine, open_sets_the_facts_so_the_gpus_reach_each_other)
+{
+    gpumem_topo_verdict_t verdict;
+    const gpumem_topo_reach_t *r0, *r1;
+
+    ASSERT_EQ(2u, ops()->num_gpus(m_driver));
+    r0 = ops()->reach(gpu(0));
+    r1 = ops()->reach(gpu(1));
+
+    EXPECT_TRUE(gpumem_topo_reaches(r0, r1, 0, &verdict)) << verdict.reason;
+    EXPECT_TRUE(gpumem_topo_reaches(r1, r0, 0, &verdict)) << verdict.reason;
+    EXPECT_FALSE(gpumem_topo_reaches(r0, r0, 0, &verdict));
+
+    /* The topology the machine was opened on says so as well */
+    EXPECT_TRUE(gpumem_topo_reaches(&m_topo->devs[0].reach,
+                                    &m_topo->devs[1].reach, 0, &verdict))
+            << verdict.reason;
+    EXPECT_TRUE(gpumem_topo_dma_reaches(&m_topo->devs[2].reach,
+                                        &m_topo->devs[0].reach, 0, &verdict))
+            << verdict.reason;
+
+    for (const gpumem_topo_reach_t *r : {r0, r1}) {
+        EXPECT_TRUE(r->iommu.known);
+        EXPECT_EQ(0u, r->iommu.value);
+        EXPECT_TRUE(r->mem_size.known);
+        EXPECT_EQ(VRAM_SIZE, r->mem_size.value);
+        EXPECT_TRUE(r->bar_size.known);
+        EXPECT_EQ(VRAM_SIZE, r->bar_size.value);
+        EXPECT_TRUE(r->hb_id.known);
+        for (unsigned i = 0; i < r->path_len; ++i) {
+            EXPECT_TRUE(r->path[i].acs_ctrl.known);
+            EXPECT_EQ(0u, r->path[i].acs_ctrl.value);
+        }
+    }
+    EXPECT_EQ(VRAM_SIZE, ops()->vram_size(gpu(0)));
+    EXPECT_EQ(VRAM_SIZE, ops()->bar_size(gpu(1)));
+}
+
+TEST_F(emu_machine, topology_memory_size_is_the_vram_size)
+{
+    std::string xml = gpumem_emu_builtin_topology;
+    const std::string osdev = "name=\"emu0\"";
+    size_t pos      = xml.find(">", xml.find(osdev)) + 1;
+
+    /* GPU 0 says it has 32 MiB, as a CUDA OS device of hwloc would */
+    xml.insert(pos, "<info name=\"CUDAGlobalMemorySize\" value=\"32768\"/>");
+    reopen(config(), xml.c_str());
+
+    EXPECT_EQ(32ul << 20, ops()->vram_size(gpu(0)));
+    EXPECT_EQ(VRAM_SIZE, ops()->vram_size(gpu(1)));
+}
+
+TEST_F(emu_machine, bar_smaller_than_vram_stops_peer_reach)
+{
+    gpumem_emu_config_t small = config();
+    gpumem_topo_verdict_t verdict;
+
+    small.bar_size = 16ul << 20;
+    reopen(small);
+
+    EXPECT_EQ(16ul << 20, ops()->bar_size(gpu(0)));
+    EXPECT_FALSE(gpumem_topo_reaches(ops()->reach(gpu(0)),
+                                     ops()->reach(gpu(1)), 0, &verdict));
+    EXPECT_NE(std::string::npos, std::string(verdict.reason).find("BAR"))
+            << verdict.reason;
+}
+
+TEST_F(emu_machine, device_addresses_tell_their_gpu)
+{
+    gpumem_driver_mem_t *mem0 = alloc(0, PAGE);
+    gpumem_driver_mem_t *mem1 = alloc(1, PAGE);
+    uint64_t va0              = map(0, mem0);
+    uint64_t va1              = map(1, mem1);
+    unsigned index            = 99;
+    int on_stack;
+
+    EXPECT_TRUE(ops()->is_device_addr(m_driver, (void*)va0, &index));
+    EXPECT_EQ(0u, index);
+    EXPECT_TRUE(ops()->is_device_addr(m_driver, (void*)(va1 + 100), &index));
+    EXPECT_EQ(1u, index);
+    EXPECT_FALSE(ops()->is_device_addr(m_driver, &on_stack, &index));
+    EXPECT_FALSE(ops()->is_device_addr(m_driver, mem0, &index));
+
+    gpumem_test::emu_unmap(m_driver, 0, va0, PAGE);
+    gpumem_test::emu_unmap(m_driver, 1, va1, PAGE);
+    ops()->mem_free(mem0);
+    ops()->mem_free(mem1);
+}
+
+TEST_F(emu_machine, bar_bus_address_is_fixed_per_gpu)
+{
+    uint64_t bus0 = ops()->bar_bus_addr(gpu(0));
+    uint64_t bus1 = ops()->bar_bus_addr(gpu(1));
+
+    EXPECT_NE(bus0, bus1);
+    /* Far enough apart for a BAR of the whole VRAM each */
+    EXPECT_GE((bus0 > bus1) ? (bus0 - bus1) : (bus1 - bus0), VRAM_SIZE);
+
+    /* Another open of the machine gives the same */
+    reopen(config());
+    EXPECT_EQ(bus0, ops()->bar_bus_addr(gpu(0)));
+    EXPECT_EQ(bus1, ops()->bar_bus_addr(gpu(1)));
+}
+
+TEST_F(emu_machine, topology_without_gpu_is_refused)
+{
+    std::string xml = gpumem_emu_builtin_topology;
+    gpumem_driver_t *driver;
+    gpumem_topo_t *topo;
+    size_t pos;
+
+    /* The GPUs' functions become network controllers */
+    while ((pos = xml.find("pci_type=\"0302")) != std::string::npos) {
+        xml.replace(pos, 14, "pci_type=\"0200");
+    }
+
+    close();
+    EXPECT_EQ(UCS_ERR_NO_DEVICE,
+              open_machine(config(), &topo, &driver, xml.c_str()));
+    expect_log("no GPU to emulate");
+}
