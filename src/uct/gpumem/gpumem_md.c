@@ -1,5 +1,6 @@
 /**
- * gpumem: the GPU memory domain: open, query, close.
+ * gpumem: the GPU memory domain: open, query, close, and device memory:
+ * allocation, detection and queries.
  *
  * See file LICENSE for terms.
  */
@@ -10,6 +11,7 @@
 
 #include "gpumem_md.h"
 
+#include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -23,8 +25,9 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
     {"TOPO_XML", "",
-     "hwloc XML export of the machine whose GPUs and NICs to use, instead of\n"
-     "the machine the process runs on (as written by 'lstopo file.xml').",
+     "hwloc XML export of the machine whose GPUs and NICs to use (as written\n"
+     "by 'lstopo file.xml'); the emu driver emulates its GPUs. Empty: the emu\n"
+     "driver's built-in machine, two GPUs under one PCIe switch and a NIC.",
      ucs_offsetof(uct_gpumem_md_config_t, topo_xml), UCS_CONFIG_TYPE_STRING},
 
     {"SYSFS_ROOT", "/sys",
@@ -40,24 +43,162 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
      ucs_offsetof(uct_gpumem_md_config_t, topo_facts),
      UCS_CONFIG_TYPE_STRING},
 
+    {"MEM_TYPE", "cuda",
+     "The memory type UCX sees for gpumem device memory, so that UCX's GPU\n"
+     "protocols and 'ucx_perftest -m' apply to it: cuda or rocm.",
+     ucs_offsetof(uct_gpumem_md_config_t, mem_type),
+     UCS_CONFIG_TYPE_ENUM(ucs_memory_type_names)},
+
+    {"ALLOC_GPU", "0",
+     "Index of the GPU (in PCI address order) on which the memory domain\n"
+     "allocates device memory.",
+     ucs_offsetof(uct_gpumem_md_config_t, alloc_gpu), UCS_CONFIG_TYPE_UINT},
+
+    {"EMU_VRAM_SIZE", "1g",
+     "emu driver (a software GPU): memory of each emulated GPU where the\n"
+     "topology gives none. Shared by the processes of the machine; an\n"
+     "untouched byte costs no memory.",
+     ucs_offsetof(uct_gpumem_md_config_t, emu.vram_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"EMU_BAR_SIZE", "0",
+     "emu driver: size of each emulated GPU's memory BAR, through which the\n"
+     "process and other PCI functions reach its memory; 0: as large as its\n"
+     "memory.",
+     ucs_offsetof(uct_gpumem_md_config_t, emu.bar_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"EMU_SHM_DIR", GPUMEM_EMU_DEFAULT_SHM_DIR,
+     "emu driver: directory of the shared state of the emulated GPUs, which\n"
+     "every process of the machine (same user) opens.",
+     ucs_offsetof(uct_gpumem_md_config_t, emu.shm_dir),
+     UCS_CONFIG_TYPE_STRING},
+
+    {"EMU_COPY_INLINE_MAX", "8k",
+     "emu driver: copies of up to this size complete inline; larger ones\n"
+     "complete asynchronously, as a copy engine's do.",
+     ucs_offsetof(uct_gpumem_md_config_t, emu.copy_inline_max),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
     {NULL}
 };
 
-static ucs_status_t
-uct_gpumem_md_query(uct_md_h UCS_V_UNUSED md, uct_md_attr_t *md_attr)
+static ucs_status_t uct_gpumem_md_query(uct_md_h uct_md,
+                                        uct_md_attr_t *md_attr)
 {
-    /* Nothing is advertised that this build cannot do: no allocation,
-     * registration or detection of memory yet. */
-    md_attr->cap.flags            = 0;
-    md_attr->cap.max_alloc        = 0;
+    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    uint64_t mem_types  = UCS_BIT(md->mem_type);
+
+    /* Allocation and detection of device memory; registration (and so
+     * rkeys) belong to the transports that move it */
+    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC;
+    md_attr->cap.max_alloc        = md->context->driver->ops->vram_size(
+            md->context->driver->ops->gpu(md->context->driver,
+                                          md->alloc_gpu));
     md_attr->cap.max_reg          = 0;
     md_attr->cap.reg_mem_types    = 0;
-    md_attr->cap.detect_mem_types = 0;
-    md_attr->cap.alloc_mem_types  = 0;
-    md_attr->cap.access_mem_types = 0;
+    md_attr->cap.detect_mem_types = mem_types;
+    md_attr->cap.alloc_mem_types  = mem_types;
+    md_attr->cap.access_mem_types = mem_types;
     md_attr->rkey_packed_size     = 0;
     md_attr->reg_cost             = ucs_linear_func_make(0, 0);
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
+                        ucs_memory_type_t mem_type,
+                        unsigned UCS_V_UNUSED flags, const char *alloc_name,
+                        uct_mem_h *memh_p)
+{
+    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    gpumem_region_t *region;
+    ucs_status_t status;
+
+    if (mem_type != md->mem_type) {
+        ucs_debug("gpumem: %s: cannot allocate %s memory, only %s",
+                  alloc_name, ucs_memory_type_names[mem_type],
+                  ucs_memory_type_names[md->mem_type]);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = gpumem_alloc(md->context->gpus[md->alloc_gpu], GPUMEM_KIND_GPU,
+                          *length_p, 0, &region);
+    if (status != UCS_OK) {
+        if (status == UCS_ERR_NO_MEMORY) {
+            ucs_debug("gpumem: %s: no room for %zu bytes on GPU %u now",
+                      alloc_name, *length_p, md->alloc_gpu);
+        }
+        return status;
+    }
+
+    *address_p = (void*)gpumem_region_address(region);
+    *length_p  = gpumem_region_size(region);
+    *memh_p    = region;
+    ucm_gpumem_dispatch_alloc(*address_p, *length_p, md->mem_type);
+    ucs_trace("gpumem: %s: allocated %zu bytes at %p on GPU %u", alloc_name,
+              *length_p, *address_p, md->alloc_gpu);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_md_mem_free(uct_md_h uct_md, uct_mem_h memh)
+{
+    uct_gpumem_md_t *md     = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    gpumem_region_t *region = memh;
+    void *address           = (void*)gpumem_region_address(region);
+
+    ucm_gpumem_dispatch_free(address, gpumem_region_size(region),
+                             md->mem_type);
+    return gpumem_free(gpumem_region_gpu(region), region);
+}
+
+static ucs_status_t
+uct_gpumem_md_detect_memory_type(uct_md_h uct_md, const void *address,
+                                 size_t UCS_V_UNUSED length,
+                                 ucs_memory_type_t *mem_type_p)
+{
+    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+
+    if (uct_gpumem_context_find_gpu(md->context, address) < 0) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    *mem_type_p = md->mem_type;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_md_mem_query(uct_md_h uct_md,
+                                            const void *address,
+                                            size_t length,
+                                            uct_md_mem_attr_t *mem_attr)
+{
+    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    gpumem_region_t *region;
+    int gpu;
+
+    gpu = uct_gpumem_context_find_gpu(md->context, address);
+    if (gpu < 0) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    region = gpumem_find_region(md->context->gpus[gpu],
+                                (uintptr_t)address);
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
+        mem_attr->mem_type = md->mem_type;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
+        mem_attr->sys_dev = md->context->sys_devs[gpu];
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
+        mem_attr->base_address = (region != NULL) ?
+                                 (void*)gpumem_region_address(region) :
+                                 (void*)address;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
+        mem_attr->alloc_length = (region != NULL) ?
+                                 gpumem_region_size(region) : length;
+    }
     return UCS_OK;
 }
 
@@ -65,32 +206,27 @@ static void uct_gpumem_md_close(uct_md_h uct_md)
 {
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
 
-    ucs_free(md->gpu_sys_devs);
-    gpumem_topo_destroy(md->topo);
+    uct_gpumem_context_put(md->context);
     ucs_free(md);
 }
 
 static uct_md_ops_t uct_gpumem_md_ops = {
     .close                  = uct_gpumem_md_close,
     .query                  = uct_gpumem_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_alloc              = uct_gpumem_md_mem_alloc,
+    .mem_free               = uct_gpumem_md_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                       ucs_empty_function_return_unsupported,
     .mem_reg                = (uct_md_mem_reg_func_t)
                                       ucs_empty_function_return_unsupported,
     .mem_dereg              = (uct_md_mem_dereg_func_t)
                                       ucs_empty_function_return_unsupported,
-    .mem_query              = (uct_md_mem_query_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_query              = uct_gpumem_md_mem_query,
     .mkey_pack              = (uct_md_mkey_pack_func_t)
                                       ucs_empty_function_return_unsupported,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
                                       ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                      ucs_empty_function_return_unsupported
+    .detect_memory_type     = uct_gpumem_md_detect_memory_type
 };
 
 static const char *uct_gpumem_md_config_path(const char *value)
@@ -98,41 +234,19 @@ static const char *uct_gpumem_md_config_path(const char *value)
     return (value[0] == '\0') ? NULL : value;
 }
 
-/* Makes each GPU a UCX system device, named as the topology names it, so
- * that UCX's own topology code and ucx_info see it */
-static ucs_status_t uct_gpumem_md_register_gpus(uct_gpumem_md_t *md)
+void uct_gpumem_md_context_params(const uct_gpumem_md_config_t *md_config,
+                                  uct_gpumem_context_params_t *params)
 {
-    const gpumem_topo_reach_t *reach;
-    ucs_sys_bus_id_t bus_id;
-    ucs_status_t status;
-    unsigned i;
-
-    md->gpu_sys_devs = ucs_calloc(ucs_max(md->topo->num_gpus, 1),
-                                  sizeof(*md->gpu_sys_devs),
-                                  "gpumem_gpu_sys_devs");
-    if (md->gpu_sys_devs == NULL) {
-        ucs_error("gpumem: failed to allocate %u system devices",
-                  md->topo->num_gpus);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    for (i = 0; i < md->topo->num_gpus; ++i) {
-        reach           = &md->topo->devs[i].reach;
-        bus_id.domain   = reach->addr.domain;
-        bus_id.bus      = reach->addr.bus;
-        bus_id.slot     = reach->addr.dev;
-        bus_id.function = reach->addr.fn;
-        status = ucs_topo_find_device_by_bus_id(&bus_id,
-                                                &md->gpu_sys_devs[i]);
-        if (status != UCS_OK) {
-            md->gpu_sys_devs[i] = UCS_SYS_DEVICE_ID_UNKNOWN;
-            continue;
-        }
-        ucs_topo_sys_device_set_name(md->gpu_sys_devs[i],
-                                     md->topo->devs[i].name);
-    }
-
-    return UCS_OK;
+    params->topo_xml            = uct_gpumem_md_config_path(
+                                          md_config->topo_xml);
+    params->sysfs_root          = uct_gpumem_md_config_path(
+                                          md_config->sysfs_root);
+    params->topo_facts          = uct_gpumem_md_config_path(
+                                          md_config->topo_facts);
+    params->emu.vram_size       = md_config->emu.vram_size;
+    params->emu.bar_size        = md_config->emu.bar_size;
+    params->emu.shm_dir         = md_config->emu.shm_dir;
+    params->emu.copy_inline_max = md_config->emu.copy_inline_max;
 }
 
 static ucs_status_t
@@ -141,9 +255,17 @@ uct_gpumem_md_open(uct_component_t *component, const char *md_name,
 {
     const uct_gpumem_md_config_t *md_config =
             ucs_derived_of(uct_md_config, uct_gpumem_md_config_t);
-    gpumem_topo_params_t topo_params;
+    uct_gpumem_context_params_t params;
     uct_gpumem_md_t *md;
     ucs_status_t status;
+
+    if ((md_config->mem_type != UCS_MEMORY_TYPE_CUDA) &&
+        (md_config->mem_type != UCS_MEMORY_TYPE_ROCM)) {
+        ucs_error("gpumem: UCX_GPUMEM_MEM_TYPE=%s: device memory is seen as "
+                  "cuda or rocm",
+                  ucs_memory_type_names[md_config->mem_type]);
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     md = ucs_calloc(1, sizeof(*md), "uct_gpumem_md_t");
     if (md == NULL) {
@@ -151,27 +273,28 @@ uct_gpumem_md_open(uct_component_t *component, const char *md_name,
         return UCS_ERR_NO_MEMORY;
     }
 
-    topo_params.xml_path   = uct_gpumem_md_config_path(md_config->topo_xml);
-    topo_params.xml_buffer = NULL;
-    topo_params.sysfs_root = uct_gpumem_md_config_path(md_config->sysfs_root);
-    topo_params.facts_path = uct_gpumem_md_config_path(md_config->topo_facts);
-    status = gpumem_topo_load(&topo_params, &md->topo);
+    uct_gpumem_md_context_params(md_config, &params);
+    status = uct_gpumem_context_get(&params, &md->context);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    status = uct_gpumem_md_register_gpus(md);
-    if (status != UCS_OK) {
-        goto err_topo;
+    if (md_config->alloc_gpu >= md->context->num_gpus) {
+        ucs_error("gpumem: UCX_GPUMEM_ALLOC_GPU=%u but the machine has %u "
+                  "GPUs", md_config->alloc_gpu, md->context->num_gpus);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err_put;
     }
 
     md->super.ops       = &uct_gpumem_md_ops;
     md->super.component = component;
+    md->mem_type        = md_config->mem_type;
+    md->alloc_gpu       = md_config->alloc_gpu;
     *md_p               = &md->super;
     return UCS_OK;
 
-err_topo:
-    gpumem_topo_destroy(md->topo);
+err_put:
+    uct_gpumem_context_put(md->context);
 err_free:
     ucs_free(md);
     return status;

@@ -1,6 +1,6 @@
 /**
- * gpumem tests: the memory domain opens, answers queries truthfully and
- * closes.
+ * gpumem tests: the memory domain opens, answers queries truthfully,
+ * allocates device memory on the emu GPU and recognises it, and closes.
  *
  * See file LICENSE for terms.
  */
@@ -9,21 +9,27 @@
 
 extern "C" {
 #include <ucs/sys/topo/base/topo.h>
+#include <ucm/api/ucm.h>
 }
 
 #include <string>
+#include <vector>
 
 
 class md : public testing::Test {
 protected:
     virtual void SetUp() {
+        char tmpl[] = "/tmp/gpumem_md.XXXXXX";
+
+        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+        m_shm_dir = tmpl;
         ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
         m_component = gpumem_test::find_component("gpumem");
         ASSERT_TRUE(m_component != NULL);
         ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
                                              &m_config));
-        ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config,
-                                      &m_md));
+        modify("EMU_SHM_DIR", m_shm_dir);
+        modify("EMU_VRAM_SIZE", "64m");
     }
 
     virtual void TearDown() {
@@ -33,8 +39,38 @@ protected:
         if (m_config != NULL) {
             uct_config_release(m_config);
         }
+        EXPECT_EQ(0, system(("rmdir " + m_shm_dir).c_str()))
+                << "emu state left in " << m_shm_dir;
     }
 
+    void modify(const char *name, const std::string &value) {
+        ASSERT_EQ(UCS_OK, uct_config_modify(m_config, name, value.c_str()));
+    }
+
+    void open() {
+        ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config,
+                                      &m_md));
+    }
+
+    void *alloc(size_t *length_p, uct_allocated_memory_t *mem) {
+        uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+        uct_mem_alloc_params_t params;
+
+        params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
+                            UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                            UCT_MEM_ALLOC_PARAM_FIELD_MDS |
+                            UCT_MEM_ALLOC_PARAM_FIELD_NAME;
+        params.flags      = UCT_MD_MEM_ACCESS_ALL;
+        params.mem_type   = UCS_MEMORY_TYPE_CUDA;
+        params.mds.mds    = &m_md;
+        params.mds.count  = 1;
+        params.name       = "test";
+        EXPECT_EQ(UCS_OK, uct_mem_alloc(*length_p, &method, 1, &params, mem));
+        *length_p = mem->length;
+        return mem->address;
+    }
+
+    std::string     m_shm_dir;
     uct_component_h m_component = NULL;
     uct_md_config_t *m_config   = NULL;
     uct_md_h        m_md        = NULL;
@@ -44,86 +80,191 @@ protected:
 TEST_F(md, query_names_the_component) {
     uct_md_attr_t attr;
 
+    open();
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
     EXPECT_STREQ("gpumem", attr.component_name);
 }
 
-/* Nothing is advertised that is not built: no allocation, registration or
- * memory type detection yet. */
-TEST_F(md, query_advertises_nothing_not_built) {
+/* What works is advertised, and nothing else: allocation and detection of
+ * device memory of the configured type; no registration, no rkeys */
+TEST_F(md, query_advertises_exactly_allocation_and_detection) {
     uct_md_attr_t attr;
 
+    open();
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
-    EXPECT_EQ(0u, attr.cap.flags);
-    EXPECT_EQ(0u, attr.cap.alloc_mem_types);
+    EXPECT_EQ((uint64_t)UCT_MD_FLAG_ALLOC, attr.cap.flags);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.alloc_mem_types);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.detect_mem_types);
     EXPECT_EQ(0u, attr.cap.reg_mem_types);
-    EXPECT_EQ(0u, attr.cap.detect_mem_types);
     EXPECT_EQ(0u, attr.rkey_packed_size);
+    EXPECT_EQ(64u << 20, attr.cap.max_alloc);
 }
 
-TEST_F(md, unbuilt_operations_say_unsupported) {
+TEST_F(md, memory_type_is_a_setting) {
+    uct_md_attr_t attr;
+
+    modify("MEM_TYPE", "rocm");
+    open();
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_ROCM), attr.cap.alloc_mem_types);
+}
+
+TEST_F(md, host_memory_type_setting_is_refused) {
+    modify("MEM_TYPE", "host");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_md_open(m_component, "gpumem", m_config, &m_md));
+    m_md = NULL;
+}
+
+TEST_F(md, allocates_device_memory_it_then_detects) {
+    uct_allocated_memory_t mem;
     ucs_memory_type_t mem_type;
-    char buffer[64];
-    uct_mem_h memh;
+    size_t length = 5000;
+    char host[64];
+    void *address;
 
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_mem_reg(m_md, buffer, sizeof(buffer),
-                             UCT_MD_MEM_ACCESS_ALL, &memh));
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_detect_memory_type(m_md, buffer, sizeof(buffer),
-                                        &mem_type));
+    open();
+    address = alloc(&length, &mem);
+    ASSERT_TRUE(address != NULL);
+    EXPECT_EQ(UCT_ALLOC_METHOD_MD, mem.method);
+    EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, mem.mem_type);
+    EXPECT_EQ(8192u, length);
+
+    ASSERT_EQ(UCS_OK, uct_md_detect_memory_type(m_md, address, length,
+                                                &mem_type));
+    EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, mem_type);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_md_detect_memory_type(m_md, host, sizeof(host), &mem_type));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
 }
 
-TEST_F(md, opens_twice_independently) {
-    uct_md_h second;
+TEST_F(md, mem_query_gives_the_allocation_and_its_gpu) {
+    uct_allocated_memory_t mem;
+    uct_md_mem_attr_t attr;
+    size_t length = 1 << 20;
+    char *address;
 
+    open();
+    address = (char*)alloc(&length, &mem);
+    attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE |
+                      UCT_MD_MEM_ATTR_FIELD_SYS_DEV |
+                      UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS |
+                      UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH;
+    ASSERT_EQ(UCS_OK, uct_md_mem_query(m_md, address + 1000, 10, &attr));
+    EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, attr.mem_type);
+    EXPECT_EQ((void*)address, attr.base_address);
+    EXPECT_EQ(length, attr.alloc_length);
+    EXPECT_NE(UCS_SYS_DEVICE_ID_UNKNOWN, attr.sys_dev);
+    /* The emu's built-in GPUs are named by their PCI address */
+    EXPECT_STREQ("00e0:03:00.0", ucs_topo_sys_device_get_name(attr.sys_dev));
+    uct_mem_free(&mem);
+}
+
+TEST_F(md, no_room_is_no_memory) {
+    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+    uct_mem_alloc_params_t params;
+    uct_allocated_memory_t mem;
+
+    open();
+    params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MDS;
+    params.mem_type   = UCS_MEMORY_TYPE_CUDA;
+    params.mds.mds    = &m_md;
+    params.mds.count  = 1;
+    EXPECT_NE(UCS_OK, uct_mem_alloc(128 << 20, &method, 1, &params, &mem));
+}
+
+TEST_F(md, opens_twice_sharing_the_gpus) {
+    uct_allocated_memory_t mem;
+    ucs_memory_type_t mem_type;
+    size_t length = 4096;
+    uct_md_h second;
+    void *address;
+
+    open();
     ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config, &second));
     EXPECT_NE(m_md, second);
+    address = alloc(&length, &mem);
+    EXPECT_EQ(UCS_OK, uct_md_detect_memory_type(second, address, length,
+                                                &mem_type));
+    uct_mem_free(&mem);
     uct_md_close(second);
 }
 
-class md_topo : public testing::Test {
-protected:
-    virtual void SetUp() {
-        ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
-        m_component = gpumem_test::find_component("gpumem");
-        ASSERT_TRUE(m_component != NULL);
-        ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
-                                             &m_config));
-    }
+TEST_F(md, unbuilt_operations_say_unsupported) {
+    char buffer[64];
+    uct_mem_h memh;
 
-    virtual void TearDown() {
-        if (m_config != NULL) {
-            uct_config_release(m_config);
-        }
-    }
-
-    uct_component_h m_component = NULL;
-    uct_md_config_t *m_config   = NULL;
-};
+    open();
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_md_mem_reg(m_md, buffer, sizeof(buffer),
+                             UCT_MD_MEM_ACCESS_ALL, &memh));
+}
 
 /* UCX's own topology sees each GPU of the topology as a system device */
-TEST_F(md_topo, gpus_become_named_ucx_system_devices) {
+TEST_F(md, gpus_of_a_topology_become_named_ucx_system_devices) {
     std::string xml = std::string(GPUMEM_TEST_TOPO_DIR) +
                       "/hwloc-nvidiaDGX2-16xV100-nvswitch.xml";
     ucs_sys_bus_id_t bus_id = {0, 0xe7, 0, 0};
     ucs_sys_device_t sys_dev;
-    uct_md_h md;
 
-    ASSERT_EQ(UCS_OK, uct_config_modify(m_config, "TOPO_XML", xml.c_str()));
-    ASSERT_EQ(UCS_OK, uct_config_modify(m_config, "SYSFS_ROOT", "/nonexistent"));
-    ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config, &md));
-
+    modify("TOPO_XML", xml);
+    modify("SYSFS_ROOT", "/nonexistent");
+    open();
     ASSERT_EQ(UCS_OK, ucs_topo_find_device_by_bus_id(&bus_id, &sys_dev));
     EXPECT_STREQ("nvml15", ucs_topo_sys_device_get_name(sys_dev));
-    uct_md_close(md);
 }
 
-TEST_F(md_topo, unreadable_topology_fails_the_open) {
-    uct_md_h md;
-
-    ASSERT_EQ(UCS_OK, uct_config_modify(m_config, "TOPO_XML",
-                                        "/nonexistent/topo.xml"));
+TEST_F(md, unreadable_topology_fails_the_open) {
+    modify("TOPO_XML", "/nonexistent/topo.xml");
     EXPECT_EQ(UCS_ERR_IO_ERROR,
-              uct_md_open(m_component, "gpumem", m_config, &md));
+              uct_md_open(m_component, "gpumem", m_config, &m_md));
+    m_md = NULL;
+}
+
+namespace {
+
+struct mem_type_events {
+    std::vector<std::pair<void*, size_t> > allocs, frees;
+};
+
+void record_mem_type_event(ucm_event_type_t type, ucm_event_t *event,
+                           void *arg)
+{
+    mem_type_events *events = (mem_type_events*)arg;
+
+    if (event->mem_type.mem_type != UCS_MEMORY_TYPE_CUDA) {
+        return;
+    }
+    ((type == UCM_EVENT_MEM_TYPE_ALLOC) ? events->allocs : events->frees)
+            .push_back(std::make_pair(event->mem_type.address,
+                                      event->mem_type.size));
+}
+
+}
+
+/* UCX's memory type cache and registration caches learn of device memory
+ * from UCM events: one for the allocation, one for the free */
+TEST_F(md, allocation_and_free_raise_ucm_memory_type_events) {
+    uct_allocated_memory_t mem;
+    mem_type_events events;
+    size_t length = 4096;
+    void *address;
+
+    open();
+    ASSERT_EQ(UCS_OK, ucm_set_event_handler(UCM_EVENT_MEM_TYPE_ALLOC |
+                                            UCM_EVENT_MEM_TYPE_FREE |
+                                            UCM_EVENT_FLAG_NO_INSTALL, 0,
+                                            record_mem_type_event, &events));
+    address = alloc(&length, &mem);
+    uct_mem_free(&mem);
+    ucm_unset_event_handler(UCM_EVENT_MEM_TYPE_ALLOC |
+                            UCM_EVENT_MEM_TYPE_FREE, record_mem_type_event,
+                            &events);
+
+    ASSERT_EQ(1u, events.allocs.size());
+    EXPECT_EQ(address, events.allocs[0].first);
+    EXPECT_EQ(length, events.allocs[0].second);
+    ASSERT_EQ(1u, events.frees.size());
+    EXPECT_EQ(address, events.frees[0].first);
 }

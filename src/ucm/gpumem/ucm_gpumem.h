@@ -1,0 +1,27 @@
+/**
+ * gpumem UCM: memory-type events for device allocations, so that UCX's
+ * memory type cache and registration caches never hold a stale range.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCM_GPUMEM_H_
+#define UCM_GPUMEM_H_
+
+#include <ucs/memory/memory_type.h>
+#include <ucs/sys/compiler_def.h>
+#include <stddef.h>
+
+BEGIN_C_DECLS
+
+/* Device memory of @a mem_type now lives at [address, address + size) */
+void ucm_gpumem_dispatch_alloc(void *address, size_t size,
+                               ucs_memory_type_t mem_type);
+
+/* The device memory at [address, address + size) is about to go */
+void ucm_gpumem_dispatch_free(void *address, size_t size,
+                              ucs_memory_type_t mem_type);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,64 @@
+/**
+ * gpumem: device memory for applications that do not go through UCP (an MPI
+ * program, a benchmark), in the manner of the CUDA runtime's calls.
+ *
+ * The calls live in the plugin, libuct_gpumem.so: link it (which also
+ * brings the plugin into UCX before 1.21) or preload it. They use the GPUs
+ * that the UCX_GPUMEM_* variables select, the same the plugin's memory
+ * domain uses; device memory they give is device memory to UCX too.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_API_H_
+#define GPUMEM_API_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Errors are negative, as ucs_status_t: 0 is success */
+typedef int gpumem_result_t;
+
+/**
+ * What gpumem_device_query() tells of an address.
+ */
+typedef struct gpumem_pointer_attr {
+    int    is_device;   /* 1: device memory of a gpumem GPU */
+    int    device;      /* Its GPU, in PCI address order */
+    void   *base;       /* First byte of the allocation that holds it */
+    size_t size;        /* Size of that allocation */
+} gpumem_pointer_attr_t;
+
+
+/* Number of GPUs */
+gpumem_result_t gpumem_device_count(int *count);
+
+/* The calling thread's GPU for gpumem_device_malloc (0 at first) */
+gpumem_result_t gpumem_device_set(int device);
+gpumem_result_t gpumem_device_get(int *device);
+
+/* @a size bytes of device memory on the calling thread's GPU */
+gpumem_result_t gpumem_device_malloc(void **ptr, size_t size);
+gpumem_result_t gpumem_device_free(void *ptr);
+
+/* Copies @a size bytes between any two of host memory and device memory,
+ * returning when the bytes have landed */
+gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size);
+
+/* Sets @a size bytes of device or host memory to @a value */
+gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size);
+
+gpumem_result_t gpumem_device_query(const void *ptr,
+                                    gpumem_pointer_attr_t *attr);
+
+/* A description of an error */
+const char *gpumem_result_string(gpumem_result_t result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
