@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: sets up a fresh machine, builds gpumem, runs the
-# googletest suite ("make check") and checks the source distribution
-# ("make distcheck").
+# googletest suite and the tools' golden tests ("make check"), checks the
+# source distribution ("make distcheck"), and runs the RDMA tests in a
+# soft-RoCE VM ("make check-vm", test/vm/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,3 +10,5 @@ cd "$(dirname "$0")/.."
 ./contrib/build.sh
 make -j2 check
 make -j2 distcheck
+# The tests that need a real RDMA device, against soft-RoCE in a VM
+make check-vm

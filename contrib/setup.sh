@@ -20,6 +20,7 @@ PACKAGES=(
     dpkg-dev xz-utils
     graphviz python3
     qemu-system-x86 debootstrap cpio kmod zstd
+    clang libclang-rt-14-dev
 )
 
 log() { echo "setup: $*"; }

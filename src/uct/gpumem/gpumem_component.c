@@ -16,6 +16,7 @@
 
 #include "gpumem_component.h"
 #include "gpumem_md.h"
+#include "ib/ib_md.h"
 #include "base/gpumem_abi.h"
 
 #include <uct/base/uct_component.h>
@@ -23,7 +24,8 @@
 
 
 static uct_component_t *uct_gpumem_components[] = {
-    &uct_gpumem_component
+    &uct_gpumem_component,
+    &uct_gpumem_ib_component
 };
 
 static int uct_gpumem_components_registered = 0;

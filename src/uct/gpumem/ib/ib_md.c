@@ -1,0 +1,481 @@
+/**
+ * gpumem verbs: the "gpumem_ib" component, one memory domain per RDMA
+ * device: open, query, register, deregister, pack and unpack remote keys.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ib_md.h"
+#include "ib_access.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <errno.h>
+#include <string.h>
+
+
+/* Registration cost, as UCX's own ib memory domain estimates it by default
+ * (UCX_IB_MEM_REG_OVERHEAD, UCX_IB_MEM_REG_GROWTH) */
+#define UCT_GPUMEM_IB_REG_OVERHEAD  16e-6
+#define UCT_GPUMEM_IB_REG_GROWTH    0.06e-9
+
+
+/* In the order of gpumem_reg_access_t and gpumem_reg_order_t */
+static const char *uct_gpumem_ib_access_names[] = {
+    [GPUMEM_REG_ACCESS_LOCAL]        = "local",
+    [GPUMEM_REG_ACCESS_REMOTE_WRITE] = "remote_write",
+    [GPUMEM_REG_ACCESS_REMOTE]       = "remote",
+    [GPUMEM_REG_ACCESS_LAST]         = NULL
+};
+
+static const char *uct_gpumem_ib_order_names[] = {
+    [GPUMEM_REG_ORDER_IN_ORDER] = "in_order",
+    [GPUMEM_REG_ORDER_ANY]      = "any_order",
+    [GPUMEM_REG_ORDER_LAST]     = NULL
+};
+
+static ucs_config_field_t uct_gpumem_ib_md_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_gpumem_ib_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"MAX_ACCESS", "remote",
+     "The most that peers may do to memory registered with an RDMA device:\n"
+     " local        - neither read nor write it\n"
+     " remote_write - write it\n"
+     " remote       - read and write it\n"
+     "Each registration grants the least access that covers its UCT flags\n"
+     "(no remote flag: local; UCT_MD_MEM_ACCESS_REMOTE_PUT alone:\n"
+     "remote_write; REMOTE_GET or REMOTE_ATOMIC: remote), and never more\n"
+     "than this. Atomics are never granted.",
+     ucs_offsetof(uct_gpumem_ib_md_config_t, max_access),
+     UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_access_names)},
+
+    {"ORDER", "in_order",
+     "The order in which the device's writes land in registered memory\n"
+     "(peers' writes, the bytes of this process's reads and receives):\n"
+     " in_order  - the writes of one queue pair land in the order they\n"
+     "             were posted\n"
+     " any_order - in any order (PCIe relaxed ordering, where the device and\n"
+     "             kernel support it): faster on some machines, but one\n"
+     "             write's bytes say nothing of an earlier write's",
+     ucs_offsetof(uct_gpumem_ib_md_config_t, order),
+     UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_order_names)},
+
+    {NULL}
+};
+
+ucs_status_t uct_gpumem_ib_md_name(const char *dev_name, char *md_name,
+                                   size_t max)
+{
+    size_t len = strlen(dev_name);
+
+    if ((strlen(UCT_GPUMEM_IB_MD_PREFIX) + len) < max) {
+        snprintf(md_name, max, "%s%s", UCT_GPUMEM_IB_MD_PREFIX, dev_name);
+        return UCS_OK;
+    }
+
+    if (len < max) {
+        ucs_strncpy_zero(md_name, dev_name, max);
+        return UCS_OK;
+    }
+
+    return UCS_ERR_EXCEEDS_LIMIT;
+}
+
+const char *uct_gpumem_ib_md_dev_name(const char *md_name)
+{
+    size_t prefix_len = strlen(UCT_GPUMEM_IB_MD_PREFIX);
+
+    if (!strncmp(md_name, UCT_GPUMEM_IB_MD_PREFIX, prefix_len)) {
+        return md_name + prefix_len;
+    }
+
+    return md_name;
+}
+
+static ucs_status_t
+uct_gpumem_ib_query_md_resources(uct_component_t UCS_V_UNUSED *component,
+                                 uct_md_resource_desc_t **resources_p,
+                                 unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources;
+    struct ibv_device **devices;
+    const char *dev_name;
+    int i, num_devices;
+    unsigned count;
+
+    devices = ibv_get_device_list(&num_devices);
+    if ((devices == NULL) || (num_devices == 0)) {
+        ucs_debug("gpumem: no RDMA device (ibv_get_device_list: %s)",
+                  (devices == NULL) ? strerror(errno) : "none");
+        if (devices != NULL) {
+            ibv_free_device_list(devices);
+        }
+        *resources_p     = NULL;
+        *num_resources_p = 0;
+        return UCS_OK;
+    }
+
+    resources = ucs_calloc(num_devices, sizeof(*resources),
+                           "gpumem_ib_md_resources");
+    if (resources == NULL) {
+        ucs_error("gpumem: failed to allocate %d memory domain resources",
+                  num_devices);
+        ibv_free_device_list(devices);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    count = 0;
+    for (i = 0; i < num_devices; ++i) {
+        dev_name = ibv_get_device_name(devices[i]);
+        if (uct_gpumem_ib_md_name(dev_name, resources[count].md_name,
+                                  sizeof(resources[count].md_name)) !=
+            UCS_OK) {
+            ucs_diag("gpumem: RDMA device '%s' is left out: its name is "
+                     "longer than a UCT memory domain name (%zu bytes)",
+                     dev_name, sizeof(resources[count].md_name) - 1);
+            continue;
+        }
+        ++count;
+    }
+
+    ibv_free_device_list(devices);
+    *resources_p     = resources;
+    *num_resources_p = count;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_ib_md_query(uct_md_h uct_md,
+                                           uct_md_attr_t *md_attr)
+{
+    uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
+
+    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                                    UCT_MD_FLAG_NEED_RKEY;
+    md_attr->cap.max_alloc        = 0;
+    md_attr->cap.max_reg          = md->max_mr_size;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->cap.detect_mem_types = 0;
+    md_attr->cap.alloc_mem_types  = 0;
+    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->rkey_packed_size     = GPUMEM_REG_WIRE_SIZE;
+    md_attr->reg_cost             = ucs_linear_func_make(
+                                            UCT_GPUMEM_IB_REG_OVERHEAD,
+                                            UCT_GPUMEM_IB_REG_GROWTH);
+    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_ib_md_register(uct_gpumem_ib_md_t *md,
+                                              const gpumem_reg_params_t *params,
+                                              uct_mem_h *memh_p)
+{
+    uct_gpumem_ib_memh_t *memh;
+    ucs_status_t status;
+
+    memh = ucs_malloc(sizeof(*memh), "gpumem_ib_memh");
+    if (memh == NULL) {
+        ucs_log(params->log_level, "gpumem: %s: failed to allocate a memory "
+                "handle", md->domain.name);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = gpumem_reg_register(&md->domain, params, &memh->view);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_ib_mem_reg(uct_md_h uct_md, void *address,
+                                          size_t length, unsigned flags,
+                                          uct_mem_h *memh_p)
+{
+    uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
+    gpumem_reg_params_t params;
+
+    params.memory.type         = GPUMEM_REG_MEMORY_HOST;
+    params.memory.host.address = address;
+    params.memory.host.length  = length;
+    params.access              = uct_gpumem_ib_access_from_uct_flags(
+                                         flags, md->max_access);
+    params.order               = md->order;
+    params.log_level           = uct_md_reg_log_lvl(flags);
+    return uct_gpumem_ib_md_register(md, &params, memh_p);
+}
+
+ucs_status_t uct_gpumem_ib_mem_reg_memory(uct_md_h uct_md,
+                                          const gpumem_reg_params_t *params,
+                                          uct_mem_h *memh_p)
+{
+    uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
+    gpumem_reg_params_t capped;
+
+    capped = *params;
+    if (((unsigned)capped.access < GPUMEM_REG_ACCESS_LAST) &&
+        (capped.access > md->max_access)) {
+        ucs_debug("gpumem: %s: %s access asked, %s granted (MAX_ACCESS)",
+                  md->domain.name, gpumem_reg_access_name(capped.access),
+                  gpumem_reg_access_name(md->max_access));
+        capped.access = md->max_access;
+    }
+
+    return uct_gpumem_ib_md_register(md, &capped, memh_p);
+}
+
+static ucs_status_t
+uct_gpumem_ib_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
+                        const uct_md_mem_dereg_params_t *params)
+{
+    uct_gpumem_ib_memh_t *memh;
+    ucs_status_t status;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    /* Whatever the status, the handle is gone: after a failure the domain
+     * keeps the registration until it closes */
+    memh   = params->memh;
+    status = gpumem_reg_view_release(&memh->view);
+    ucs_free(memh);
+    return status;
+}
+
+static ucs_status_t
+uct_gpumem_ib_mkey_pack(uct_md_h UCS_V_UNUSED uct_md, uct_mem_h uct_memh,
+                        const uct_md_mkey_pack_params_t UCS_V_UNUSED *params,
+                        void *rkey_buffer)
+{
+    uct_gpumem_ib_memh_t *memh = uct_memh;
+    gpumem_reg_remote_view_t remote_view;
+    ucs_status_t status;
+
+    status = gpumem_reg_view_export(&memh->view, &remote_view);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    gpumem_reg_wire_pack(&remote_view, rkey_buffer);
+    return UCS_OK;
+}
+
+/* UCT 1.13 passes no length: the buffer is the peer's rkey_packed_size
+ * bytes, which is the wire form's size in every version of this component
+ * that reads this version */
+static ucs_status_t
+uct_gpumem_ib_rkey_unpack(uct_component_t UCS_V_UNUSED *component,
+                          const void *rkey_buffer,
+                          uct_rkey_t *rkey_p, void **handle_p)
+{
+    gpumem_reg_remote_view_t *remote_view;
+    ucs_status_t status;
+
+    remote_view = ucs_malloc(sizeof(*remote_view), "gpumem_ib_rkey");
+    if (remote_view == NULL) {
+        ucs_error("gpumem: failed to allocate a remote key");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = gpumem_reg_wire_unpack(rkey_buffer, GPUMEM_REG_WIRE_SIZE,
+                                    remote_view);
+    if (status != UCS_OK) {
+        ucs_free(remote_view);
+        return status;
+    }
+
+    *rkey_p   = (uintptr_t)remote_view;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_ib_rkey_release(uct_component_t UCS_V_UNUSED *component,
+                           uct_rkey_t rkey, void UCS_V_UNUSED *handle)
+{
+    ucs_free((void*)rkey);
+    return UCS_OK;
+}
+
+static void uct_gpumem_ib_md_close(uct_md_h uct_md)
+{
+    uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
+    int ret;
+
+    gpumem_reg_domain_cleanup(&md->domain);
+
+    ret = ibv_dealloc_pd(md->pd);
+    if (ret != 0) {
+        ucs_warn("gpumem: %s: ibv_dealloc_pd() failed: %s; closing the "
+                 "device releases it", md->domain.name, strerror(ret));
+    }
+
+    ibv_close_device(md->context);
+    ucs_free(md);
+}
+
+static uct_md_ops_t uct_gpumem_ib_md_ops = {
+    .close                  = uct_gpumem_ib_md_close,
+    .query                  = uct_gpumem_ib_md_query,
+    .mem_alloc              = (uct_md_mem_alloc_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mem_free               = (uct_md_mem_free_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mem_advise             = (uct_md_mem_advise_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gpumem_ib_mem_reg,
+    .mem_dereg              = uct_gpumem_ib_mem_dereg,
+    .mem_query              = (uct_md_mem_query_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mkey_pack              = uct_gpumem_ib_mkey_pack,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
+                                      ucs_empty_function_return_zero_int,
+    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
+                                      ucs_empty_function_return_unsupported
+};
+
+static struct ibv_device *
+uct_gpumem_ib_find_device(struct ibv_device **devices, int num_devices,
+                          const char *dev_name)
+{
+    int i;
+
+    for (i = 0; i < num_devices; ++i) {
+        if (!strcmp(ibv_get_device_name(devices[i]), dev_name)) {
+            return devices[i];
+        }
+    }
+
+    return NULL;
+}
+
+static ucs_status_t uct_gpumem_ib_md_open_device(uct_gpumem_ib_md_t *md,
+                                                 const char *dev_name)
+{
+    struct ibv_device_attr attr;
+    struct ibv_device **devices;
+    struct ibv_device *device;
+    ucs_status_t status;
+    int num_devices, ret;
+
+    devices = ibv_get_device_list(&num_devices);
+    if (devices == NULL) {
+        ucs_error("gpumem: cannot list RDMA devices: %s", strerror(errno));
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    device = uct_gpumem_ib_find_device(devices, num_devices, dev_name);
+    if (device == NULL) {
+        ucs_error("gpumem: no RDMA device '%s'", dev_name);
+        status = UCS_ERR_NO_DEVICE;
+        goto err_free_list;
+    }
+
+    md->context = ibv_open_device(device);
+    if (md->context == NULL) {
+        ucs_error("gpumem: %s: ibv_open_device() failed: %s", dev_name,
+                  strerror(errno));
+        status = UCS_ERR_IO_ERROR;
+        goto err_free_list;
+    }
+
+    ret = ibv_query_device(md->context, &attr);
+    if (ret != 0) {
+        ucs_error("gpumem: %s: ibv_query_device() failed: %s", dev_name,
+                  strerror(ret));
+        status = UCS_ERR_IO_ERROR;
+        goto err_close;
+    }
+
+    md->pd = ibv_alloc_pd(md->context);
+    if (md->pd == NULL) {
+        ucs_error("gpumem: %s: ibv_alloc_pd() failed: %s", dev_name,
+                  strerror(errno));
+        status = UCS_ERR_IO_ERROR;
+        goto err_close;
+    }
+
+    md->max_mr_size = attr.max_mr_size;
+    ibv_free_device_list(devices);
+    return UCS_OK;
+
+err_close:
+    ibv_close_device(md->context);
+err_free_list:
+    ibv_free_device_list(devices);
+    return status;
+}
+
+static ucs_status_t
+uct_gpumem_ib_md_open(uct_component_t *component, const char *md_name,
+                      const uct_md_config_t *uct_md_config, uct_md_h *md_p)
+{
+    const uct_gpumem_ib_md_config_t *md_config =
+            ucs_derived_of(uct_md_config, uct_gpumem_ib_md_config_t);
+    const char *dev_name = uct_gpumem_ib_md_dev_name(md_name);
+    uct_gpumem_ib_md_t *md;
+    ucs_status_t status;
+
+    md = ucs_calloc(1, sizeof(*md), "uct_gpumem_ib_md_t");
+    if (md == NULL) {
+        ucs_error("gpumem: failed to allocate memory domain %s", md_name);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_gpumem_ib_md_open_device(md, dev_name);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    status = gpumem_reg_domain_init(&md->domain, dev_name,
+                                    &uct_gpumem_ib_reg_ops, md);
+    if (status != UCS_OK) {
+        goto err_close_device;
+    }
+
+    md->max_access           = (gpumem_reg_access_t)md_config->max_access;
+    md->order                = (gpumem_reg_order_t)md_config->order;
+    md->dmabuf_fallback_said = 0;
+    md->super.ops            = &uct_gpumem_ib_md_ops;
+    md->super.component      = component;
+    *md_p                    = &md->super;
+    return UCS_OK;
+
+err_close_device:
+    ibv_dealloc_pd(md->pd);
+    ibv_close_device(md->context);
+err_free:
+    ucs_free(md);
+    return status;
+}
+
+uct_component_t uct_gpumem_ib_component = {
+    .name               = "gpumem_ib",
+    .query_md_resources = uct_gpumem_ib_query_md_resources,
+    .md_open            = uct_gpumem_ib_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)
+                                  ucs_empty_function_return_unsupported,
+    .rkey_unpack        = uct_gpumem_ib_rkey_unpack,
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
+                                  ucs_empty_function_return_unsupported,
+    .rkey_release       = uct_gpumem_ib_rkey_release,
+    .md_config          = {
+        .name           = "gpumem RDMA registration memory domain",
+        .prefix         = "GPUMEM_IB_",
+        .table          = uct_gpumem_ib_md_config_table,
+        .size           = sizeof(uct_gpumem_ib_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
+                                  &uct_gpumem_ib_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+};

@@ -1,0 +1,103 @@
+/**
+ * gpumem verbs: a registration domain per RDMA device, as a UCT memory
+ * domain of the "gpumem_ib" component.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCT_GPUMEM_IB_MD_H_
+#define UCT_GPUMEM_IB_MD_H_
+
+#include <uct/base/uct_md.h>
+#include <uct/gpumem/reg/reg.h>
+#include <infiniband/verbs.h>
+
+BEGIN_C_DECLS
+
+#define UCT_GPUMEM_IB_MD_PREFIX  "gpumem_"
+
+
+/**
+ * gpumem verbs memory domain configuration.
+ */
+typedef struct uct_gpumem_ib_md_config {
+    uct_md_config_t super;
+    unsigned        max_access;  /* gpumem_reg_access_t: the most that
+                                    peers may do */
+    unsigned        order;       /* gpumem_reg_order_t of registrations */
+} uct_gpumem_ib_md_config_t;
+
+
+/**
+ * gpumem verbs memory domain: one device, one protection domain.
+ */
+typedef struct uct_gpumem_ib_md {
+    uct_md_t            super;
+    struct ibv_context  *context;
+    struct ibv_pd       *pd;
+    gpumem_reg_domain_t domain;
+    gpumem_reg_access_t max_access;
+    gpumem_reg_order_t  order;
+    uint64_t            max_mr_size;
+    volatile uint32_t   dmabuf_fallback_said;  /* The one log line on
+                                                  registering a dma-buf
+                                                  through its host pages */
+} uct_gpumem_ib_md_t;
+
+
+/**
+ * A memory handle: a view of the whole registration.
+ */
+typedef struct uct_gpumem_ib_memh {
+    gpumem_reg_view_t view;
+} uct_gpumem_ib_memh_t;
+
+
+extern uct_component_t uct_gpumem_ib_component;
+
+/* The driver below each domain: verbs (ib_mr.c) */
+extern const gpumem_reg_ops_t uct_gpumem_ib_reg_ops;
+
+
+/**
+ * The name of a device's memory domain: "gpumem_<device>", or, where that
+ * does not fit in UCT_MD_NAME_MAX, the device's name as UCX's own ib
+ * component names it.
+ *
+ * @return UCS_ERR_EXCEEDS_LIMIT when not even the device's name fits.
+ */
+ucs_status_t uct_gpumem_ib_md_name(const char *dev_name, char *md_name,
+                                   size_t max);
+
+
+/**
+ * The device a memory domain name names.
+ */
+const char *uct_gpumem_ib_md_dev_name(const char *md_name);
+
+
+/**
+ * Register memory with explicit access and order, host pages or a dma-buf
+ * (the way in for device memory, which uct_md_mem_reg() of UCX 1.13 cannot
+ * describe). The access is capped by the domain's MAX_ACCESS. A dma-buf the
+ * device refuses (EOPNOTSUPP) is registered through its host mapping when it
+ * has one, and the domain says so once.
+ *
+ * @return as gpumem_reg_register().
+ */
+ucs_status_t uct_gpumem_ib_mem_reg_memory(uct_md_h md,
+                                          const gpumem_reg_params_t *params,
+                                          uct_mem_h *memh_p);
+
+
+/**
+ * The view a memory handle holds; slice or copy it to hand bytes on.
+ */
+static inline gpumem_reg_view_t *uct_gpumem_ib_memh_view(uct_mem_h memh)
+{
+    return &((uct_gpumem_ib_memh_t*)memh)->view;
+}
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,194 @@
+/**
+ * gpumem verbs: the driver below a registration domain: ibv_reg_mr for host
+ * pages, ibv_reg_dmabuf_mr for a dma-buf with the host pages as the way in
+ * when the device refuses it, ibv_dereg_mr.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ib_md.h"
+#include "ib_access.h"
+
+#include <ucs/arch/atomic.h>
+#include <ucs/debug/log.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+
+#define UCT_GPUMEM_IB_REASON_MAX  512
+#define UCT_GPUMEM_IB_CALL_MAX    160
+
+
+static void uct_gpumem_ib_mr_fill(const struct ibv_mr *mr, uint64_t address,
+                                  void *host_address, gpumem_reg_mr_t *mr_p)
+{
+    mr_p->handle       = (void*)mr;
+    mr_p->address      = address;
+    mr_p->host_address = host_address;
+    mr_p->lkey         = mr->lkey;
+    mr_p->rkey         = mr->rkey;
+}
+
+/* Logs a kernel refusal with the call, what it asked and why it was
+ * refused */
+static ucs_status_t
+uct_gpumem_ib_mr_refused(const uct_gpumem_ib_md_t *md,
+                         const gpumem_reg_params_t *params, const char *call,
+                         size_t length, unsigned flags, int err,
+                         const char *extra)
+{
+    char reason[UCT_GPUMEM_IB_REASON_MAX];
+
+    ucs_log(params->log_level, "gpumem: %s: %s for %s access, %s (access "
+            "flags 0x%x) failed: %s%s", md->domain.name, call,
+            gpumem_reg_access_name(params->access),
+            gpumem_reg_order_name(params->order), flags,
+            gpumem_reg_refusal_reason(err, length, reason, sizeof(reason)),
+            extra);
+    return gpumem_reg_status_from_errno(err);
+}
+
+static ucs_status_t
+uct_gpumem_ib_mr_register_host(uct_gpumem_ib_md_t *md,
+                               const gpumem_reg_params_t *params,
+                               gpumem_reg_mr_t *mr_p)
+{
+    const gpumem_reg_host_t *host = &params->memory.host;
+    unsigned flags = uct_gpumem_ib_access_flags(params->access, params->order);
+    struct ibv_mr *mr;
+
+    char call[UCT_GPUMEM_IB_CALL_MAX];
+    int err;
+
+    mr = ibv_reg_mr(md->pd, host->address, host->length, flags);
+    if (mr == NULL) {
+        err = errno;
+        snprintf(call, sizeof(call), "ibv_reg_mr(address=%p, length=%zu)",
+                 host->address, host->length);
+        return uct_gpumem_ib_mr_refused(md, params, call, host->length,
+                                        flags, err, "");
+    }
+
+    uct_gpumem_ib_mr_fill(mr, (uintptr_t)host->address, host->address, mr_p);
+    return UCS_OK;
+}
+
+static struct ibv_mr *
+uct_gpumem_ib_reg_dmabuf_mr(uct_gpumem_ib_md_t *md,
+                            const gpumem_reg_dmabuf_t *dmabuf, unsigned flags)
+{
+#if HAVE_DECL_IBV_REG_DMABUF_MR
+    return ibv_reg_dmabuf_mr(md->pd, dmabuf->offset, dmabuf->bytes,
+                             dmabuf->iova, dmabuf->fd, flags);
+#else
+    (void)md;
+    (void)dmabuf;
+    (void)flags;
+    errno = EOPNOTSUPP;
+    return NULL;
+#endif
+}
+
+/* The device refuses dma-bufs (soft-RoCE does): said once per domain, since
+ * it holds for every dma-buf that follows */
+static void uct_gpumem_ib_mr_say_fallback(uct_gpumem_ib_md_t *md, int err)
+{
+    if (ucs_atomic_cswap32(&md->dmabuf_fallback_said, 0, 1) != 0) {
+        return;
+    }
+
+    ucs_warn("gpumem: %s refuses to register dma-bufs (%s): dma-bufs mapped "
+             "in this process are registered through their host pages "
+             "instead (said once)", md->domain.name, strerror(err));
+}
+
+static ucs_status_t
+uct_gpumem_ib_mr_register_dmabuf(uct_gpumem_ib_md_t *md,
+                                 const gpumem_reg_params_t *params,
+                                 gpumem_reg_mr_t *mr_p)
+{
+    const gpumem_reg_dmabuf_t *dmabuf = &params->memory.dmabuf;
+    unsigned flags = uct_gpumem_ib_access_flags(params->access, params->order);
+    char call[UCT_GPUMEM_IB_CALL_MAX];
+    struct ibv_mr *mr;
+    int err;
+
+    mr = uct_gpumem_ib_reg_dmabuf_mr(md, dmabuf, flags);
+    if (mr != NULL) {
+        uct_gpumem_ib_mr_fill(mr, dmabuf->iova, dmabuf->host_address, mr_p);
+        return UCS_OK;
+    }
+
+    err = errno;
+    if ((err != EOPNOTSUPP) || (dmabuf->host_address == NULL)) {
+        snprintf(call, sizeof(call), "ibv_reg_dmabuf_mr(fd=%d, offset=%"
+                 PRId64 ", length=%" PRId64 ", iova=0x%" PRIx64 ")",
+                 dmabuf->fd, dmabuf->offset, dmabuf->bytes, dmabuf->iova);
+        return uct_gpumem_ib_mr_refused(md, params, call, dmabuf->bytes,
+                                        flags, err,
+                                        (err == EOPNOTSUPP) ?
+                                        ", and the dma-buf has no host "
+                                        "mapping to register instead" : "");
+    }
+
+    uct_gpumem_ib_mr_say_fallback(md, err);
+
+    /* The same bytes through their host pages, named by the same address,
+     * so that peers cannot tell the difference */
+    mr = ibv_reg_mr_iova(md->pd, dmabuf->host_address, dmabuf->bytes,
+                         dmabuf->iova, flags);
+    if (mr == NULL) {
+        err = errno;
+        snprintf(call, sizeof(call), "ibv_reg_mr_iova(address=%p, length=%"
+                 PRId64 ", iova=0x%" PRIx64 ") of a dma-buf's host pages",
+                 dmabuf->host_address, dmabuf->bytes, dmabuf->iova);
+        return uct_gpumem_ib_mr_refused(md, params, call, dmabuf->bytes,
+                                        flags, err, "");
+    }
+
+    uct_gpumem_ib_mr_fill(mr, dmabuf->iova, dmabuf->host_address, mr_p);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_ib_mr_register(void *arg,
+                                              const gpumem_reg_params_t *params,
+                                              gpumem_reg_mr_t *mr_p)
+{
+    uct_gpumem_ib_md_t *md = arg;
+
+    if (params->memory.type == GPUMEM_REG_MEMORY_DMABUF) {
+        return uct_gpumem_ib_mr_register_dmabuf(md, params, mr_p);
+    }
+
+    return uct_gpumem_ib_mr_register_host(md, params, mr_p);
+}
+
+static ucs_status_t uct_gpumem_ib_mr_deregister(void *arg,
+                                                const gpumem_reg_mr_t *mr)
+{
+    uct_gpumem_ib_md_t *md  = arg;
+    struct ibv_mr *ibv_mr   = mr->handle;
+    size_t length           = ibv_mr->length;
+    int ret;
+
+    ret = ibv_dereg_mr(ibv_mr);
+    if (ret != 0) {
+        ucs_error("gpumem: %s: ibv_dereg_mr(address=0x%" PRIx64 ", length=%zu) "
+                  "failed: %s", md->domain.name, mr->address, length,
+                  strerror(ret));
+        return gpumem_reg_status_from_errno(ret);
+    }
+
+    return UCS_OK;
+}
+
+const gpumem_reg_ops_t uct_gpumem_ib_reg_ops = {
+    .mr_register   = uct_gpumem_ib_mr_register,
+    .mr_deregister = uct_gpumem_ib_mr_deregister
+};

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target for the wire-form unpacker (packed remote keys
+# from peers) and runs it; not part of "make".
+#
+#   test/fuzz/run.sh [--build-only] [SECONDS]      (default 600 seconds)
+#
+# Needs clang and libclang-rt-14-dev (Debian) and a configured build tree,
+# whose config.h and UCX paths it uses ($GPUMEM_BUILD_DIR, default the
+# repository). Builds into test/fuzz/build/, keeps the corpus it grows in
+# test/fuzz/build/corpus (seeded with valid keys), and leaves libFuzzer's
+# report in test/fuzz/build/fuzz.log; a crash input lands in test/fuzz/build/.
+# Exits non-zero when the fuzzer found something.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+TOP=$(cd "$HERE/../.." && pwd -P)
+BUILD=${GPUMEM_BUILD_DIR:-$TOP}
+OUT=$HERE/build
+CORPUS=$OUT/corpus
+CC=${CC_FUZZ:-clang}
+
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+    build_only=1
+    shift
+fi
+seconds=${1:-600}
+
+# A variable of the configured Makefile: the same flags "make" uses
+makevar() {
+    sed -n "s/^$1 = //p" "$BUILD/src/uct/gpumem/Makefile"
+}
+
+if [ ! -f "$BUILD/config.h" ] || [ ! -f "$BUILD/src/uct/gpumem/Makefile" ]; then
+    echo "fuzz: no configured tree in $BUILD (run ./configure)" >&2
+    exit 1
+fi
+if ! command -v "$CC" >/dev/null; then
+    echo "fuzz: no $CC: apt-get install clang libclang-rt-14-dev" >&2
+    exit 1
+fi
+
+mkdir -p "$OUT" "$CORPUS"
+# shellcheck disable=SC2046
+"$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -DHAVE_CONFIG_H -I"$TOP/src" -I"$BUILD" \
+    $(makevar UCX_SRC_CPPFLAGS) $(makevar UCX_CFLAGS) \
+    -o "$OUT/fuzz_reg_wire" \
+    "$HERE/fuzz_reg_wire.c" \
+    "$TOP/src/uct/gpumem/reg/reg_wire.c" \
+    "$TOP/src/uct/gpumem/reg/reg_view.c" \
+    "$TOP/src/uct/gpumem/reg/reg_domain.c" \
+    $(makevar UCX_LIBS) -lpthread
+echo "fuzz: built $OUT/fuzz_reg_wire"
+[ "$build_only" = 1 ] && exit 0
+
+# Seeds: valid keys, little-endian (see src/uct/gpumem/reg/reg_wire.c)
+le() {  # VALUE BYTES
+    local v=$1 i
+    for ((i = 0; i < $2; ++i)); do
+        printf "\\x$(printf %02x $(((v >> (8 * i)) & 255)))"
+    done
+}
+seed() {  # FILE RKEY ADDRESS SIZE DEVICE
+    {
+        printf '\x01'
+        le "$2" 4
+        le "$3" 8
+        le "$4" 8
+        printf '%s' "$5"
+        head -c $((64 - ${#5})) /dev/zero
+    } >"$CORPUS/$1"
+}
+seed seed-mlx5 0x1234 0x7f0000001000 65536 mlx5_0
+seed seed-rxe 0xabcdef 0x4000 4096 rxe0
+seed seed-empty 1 0 0 a
+seed seed-top 7 -4096 4095 rocep65s0f0
+seed seed-longname 9 0x1000 1 "$(printf 'n%.0s' $(seq 63))"
+
+echo "fuzz: running for $seconds s, corpus $CORPUS"
+cd "$OUT"
+set +e
+./fuzz_reg_wire -max_total_time="$seconds" -print_final_stats=1 \
+    -rss_limit_mb=2048 -artifact_prefix="$OUT/" "$CORPUS" >"$OUT/fuzz.log" 2>&1
+rc=$?
+set -e
+grep -E '^stat::|ERROR|SUMMARY|does not hold' "$OUT/fuzz.log" || true
+exit $rc

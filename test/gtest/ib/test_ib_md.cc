@@ -1,0 +1,349 @@
+/**
+ * gpumem tests: the gpumem_ib memory domain on a real RDMA device:
+ * registration of host pages and dma-bufs with verbs, refusals and their
+ * reasons, remote keys. Skipped where no device exists.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "ib_test.h"
+
+#include <cerrno>
+#include <cstring>
+#include <linux/capability.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+using gpumem_test::dmabuf_params;
+using gpumem_test::host_params;
+using gpumem_test::log_capture;
+
+
+class ib_md : public gpumem_test::ib_md_test {
+protected:
+    virtual void SetUp() {
+        gpumem_test::ib_md_test::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+        open_md();
+        m_buffer = mmap(NULL, m_length, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, m_buffer);
+    }
+
+    virtual void TearDown() {
+        if ((m_buffer != NULL) && (m_buffer != MAP_FAILED)) {
+            munmap(m_buffer, m_length);
+        }
+        gpumem_test::ib_md_test::TearDown();
+    }
+
+    /* The access and order that a registration asking every UCT access
+     * gets from the domain opened with @a name set to @a value */
+    void register_all_with(const char *name, const char *value,
+                           gpumem_reg_access_t *access_p,
+                           gpumem_reg_order_t *order_p) {
+        uct_mem_h memh;
+
+        *access_p = GPUMEM_REG_ACCESS_LAST;
+        *order_p  = GPUMEM_REG_ORDER_LAST;
+        uct_md_close(m_md);
+        m_md = NULL;
+        open_md(name, value);
+        ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL,
+                                  &memh));
+        *access_p = uct_gpumem_ib_memh_view(memh)->region->access;
+        *order_p  = uct_gpumem_ib_memh_view(memh)->region->order;
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    }
+
+    static constexpr size_t m_length = 1 << 20;
+    void                *m_buffer = NULL;
+};
+
+
+TEST_F(ib_md, md_is_named_after_its_device) {
+    EXPECT_STREQ(m_device.c_str(), md()->domain.name);
+}
+
+TEST_F(ib_md, query_advertises_registration_and_the_wire_size) {
+    uct_md_attr_t attr;
+
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
+    EXPECT_STREQ("gpumem_ib", attr.component_name);
+    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
+    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
+    EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.reg_mem_types);
+    EXPECT_EQ((size_t)GPUMEM_REG_WIRE_SIZE, attr.rkey_packed_size);
+    EXPECT_GT(attr.cap.max_reg, 0u);
+}
+
+TEST_F(ib_md, registers_host_pages_for_each_uct_access) {
+    struct {
+        unsigned            flags;
+        gpumem_reg_access_t access;
+    } cases[] = {
+        {UCT_MD_MEM_ACCESS_LOCAL_READ | UCT_MD_MEM_ACCESS_LOCAL_WRITE,
+         GPUMEM_REG_ACCESS_LOCAL},
+        {UCT_MD_MEM_ACCESS_REMOTE_PUT, GPUMEM_REG_ACCESS_REMOTE_WRITE},
+        {UCT_MD_MEM_ACCESS_ALL, GPUMEM_REG_ACCESS_REMOTE}
+    };
+    uct_mem_h memh;
+
+    for (const auto &c : cases) {
+        ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, c.flags, &memh));
+        const gpumem_reg_view_t *view = uct_gpumem_ib_memh_view(memh);
+        EXPECT_EQ(c.access, view->region->access);
+        EXPECT_EQ((uintptr_t)m_buffer, view->address);
+        EXPECT_EQ(65536u, view->length);
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    }
+}
+
+TEST_F(ib_md, registers_in_any_order) {
+    gpumem_reg_params_t params = host_params(m_buffer, 65536,
+                                             GPUMEM_REG_ACCESS_REMOTE,
+                                             GPUMEM_REG_ORDER_ANY);
+    uct_mem_h memh;
+
+    /* Relaxed ordering is optional: the device takes it or ignores it */
+    ASSERT_EQ(UCS_OK, reg_memory(params, &memh));
+    EXPECT_EQ(GPUMEM_REG_ORDER_ANY,
+              uct_gpumem_ib_memh_view(memh)->region->order);
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+}
+
+TEST_F(ib_md, zero_bytes_is_invalid_and_takes_nothing) {
+    uct_mem_h memh = (uct_mem_h)0x5a;
+    log_capture log;
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              reg_memory(host_params(m_buffer, 0), &memh));
+    EXPECT_EQ((uct_mem_h)0x5a, memh);
+    EXPECT_EQ(0u, md()->domain.num_regions);
+    EXPECT_EQ(1u, log.count({m_device, "0 bytes"})) << log.text();
+}
+
+TEST_F(ib_md, negative_dmabuf_descriptor_or_offset_is_invalid) {
+    uct_mem_h memh;
+    log_capture log;
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              reg_memory(dmabuf_params(-1, 0, 4096, 0x1000, NULL), &memh));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              reg_memory(dmabuf_params(0, -4096, 4096, 0x1000, NULL), &memh));
+    EXPECT_EQ(0u, md()->domain.num_regions);
+    EXPECT_EQ(1u, log.count({"descriptor -1", "negative"})) << log.text();
+    EXPECT_EQ(1u, log.count({"offset -4096", "negative"})) << log.text();
+}
+
+TEST_F(ib_md, kernel_refusal_is_an_error_naming_the_cause) {
+    void *none = mmap(NULL, 65536, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                      0);
+    uct_mem_h memh;
+    ucs_status_t status;
+
+    ASSERT_NE(MAP_FAILED, none);
+    {
+        log_capture log;
+        status = mem_reg(none, 65536, UCT_MD_MEM_ACCESS_ALL, &memh);
+        EXPECT_NE(UCS_OK, status);
+        EXPECT_EQ(1u, log.count({m_device, "ibv_reg_mr", "length=65536",
+                                 "failed", strerror(EFAULT)}))
+                << log.text();
+    }
+    if (status == UCS_OK) {
+        uct_md_mem_dereg(m_md, memh);
+    }
+    munmap(none, 65536);
+    EXPECT_EQ(0u, md()->domain.num_regions);
+}
+
+TEST_F(ib_md, hidden_refusal_is_no_error_line) {
+    void *none = mmap(NULL, 65536, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                      0);
+    uct_mem_h memh;
+    log_capture log;
+
+    ASSERT_NE(MAP_FAILED, none);
+    EXPECT_NE(UCS_OK, mem_reg(none, 65536,
+                              UCT_MD_MEM_ACCESS_ALL |
+                              UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
+    munmap(none, 65536);
+    EXPECT_TRUE(log.lines().empty()) << log.text();
+}
+
+/* Takes CAP_IPC_LOCK out of this thread's effective set (root's way past
+ * RLIMIT_MEMLOCK) and lowers the limit; gives both back */
+class memlock_limit {
+public:
+    explicit memlock_limit(rlim_t bytes) {
+        struct rlimit limit;
+
+        m_header.version = _LINUX_CAPABILITY_VERSION_3;
+        m_header.pid     = 0;
+        m_caps_saved     = (syscall(SYS_capget, &m_header, m_caps) == 0);
+        if (m_caps_saved) {
+            struct __user_cap_data_struct caps[2];
+            memcpy(caps, m_caps, sizeof(caps));
+            caps[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &=
+                    ~CAP_TO_MASK(CAP_IPC_LOCK);
+            syscall(SYS_capset, &m_header, caps);
+        }
+
+        getrlimit(RLIMIT_MEMLOCK, &m_saved);
+        limit          = m_saved;
+        limit.rlim_cur = bytes;
+        m_set          = (setrlimit(RLIMIT_MEMLOCK, &limit) == 0);
+    }
+
+    ~memlock_limit() {
+        setrlimit(RLIMIT_MEMLOCK, &m_saved);
+        if (m_caps_saved) {
+            syscall(SYS_capset, &m_header, m_caps);
+        }
+    }
+
+    bool set() const { return m_set; }
+
+private:
+    struct __user_cap_header_struct m_header;
+    struct __user_cap_data_struct   m_caps[2];
+    bool                            m_caps_saved;
+    struct rlimit                   m_saved;
+    bool                            m_set;
+};
+
+TEST_F(ib_md, memlock_refusal_names_rlimit_memlock_and_the_bytes_asked) {
+    uct_mem_h memh;
+    ucs_status_t status;
+
+    memlock_limit limit(65536);
+    if (!limit.set()) {
+        GTEST_SKIP() << "cannot lower RLIMIT_MEMLOCK to 64 KiB";
+    }
+
+    log_capture log;
+    status = mem_reg(m_buffer, m_length, UCT_MD_MEM_ACCESS_ALL, &memh);
+    if (status == UCS_OK) {
+        uct_md_mem_dereg(m_md, memh);
+        FAIL() << m_device << " pinned 1 MiB past a 64 KiB RLIMIT_MEMLOCK";
+    }
+    EXPECT_EQ(1u, log.count({m_device, "RLIMIT_MEMLOCK is 65536 bytes",
+                             "1048576 bytes asked"}))
+            << log.text();
+}
+
+TEST_F(ib_md, packed_rkey_unpacks_to_the_registration) {
+    std::vector<uint8_t> buffer(GPUMEM_REG_WIRE_SIZE);
+    const gpumem_reg_remote_view_t *remote_view;
+    uct_rkey_bundle_t bundle;
+    uct_mem_h memh;
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL, &memh));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, buffer.data()));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, buffer.data(), &bundle));
+
+    remote_view = reinterpret_cast<const gpumem_reg_remote_view_t*>(
+            bundle.rkey);
+    const gpumem_reg_view_t *view = uct_gpumem_ib_memh_view(memh);
+    EXPECT_EQ(view->region->mr.rkey, remote_view->rkey);
+    EXPECT_EQ((uintptr_t)m_buffer, remote_view->address);
+    EXPECT_EQ(65536u, remote_view->length);
+    EXPECT_EQ(m_device, remote_view->device_name);
+
+    EXPECT_EQ(UCS_OK, uct_rkey_release(m_component, &bundle));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+}
+
+TEST_F(ib_md, mkey_pack_is_refused_for_a_local_region) {
+    std::vector<uint8_t> buffer(GPUMEM_REG_WIRE_SIZE);
+    uct_mem_h memh;
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_LOCAL_WRITE,
+                              &memh));
+    {
+        log_capture log;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_md_mkey_pack(m_md, memh, buffer.data()));
+        EXPECT_EQ(1u, log.count({"is local"})) << log.text();
+    }
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+}
+
+TEST_F(ib_md, max_access_caps_registrations) {
+    gpumem_reg_access_t access;
+    gpumem_reg_order_t order;
+
+    register_all_with("MAX_ACCESS", "remote_write", &access, &order);
+    EXPECT_EQ(GPUMEM_REG_ACCESS_REMOTE_WRITE, access);
+    EXPECT_EQ(GPUMEM_REG_ORDER_IN_ORDER, order);
+}
+
+TEST_F(ib_md, order_comes_from_the_configuration) {
+    gpumem_reg_access_t access;
+    gpumem_reg_order_t order;
+
+    register_all_with("ORDER", "any_order", &access, &order);
+    EXPECT_EQ(GPUMEM_REG_ACCESS_REMOTE, access);
+    EXPECT_EQ(GPUMEM_REG_ORDER_ANY, order);
+}
+
+/* The issue: a dma-buf the device refuses (EOPNOTSUPP: soft-RoCE does)
+ * falls back to the host path where the memory has one, and says so once */
+TEST_F(ib_md, dmabuf_refused_falls_back_to_host_pages_and_says_so_once) {
+    gpumem_test::udmabuf dmabuf(65536);
+    uct_mem_h memh[2];
+    log_capture log;
+
+    if (!dmabuf.made()) {
+        GTEST_SKIP() << dmabuf.why();
+    }
+
+    for (uct_mem_h &m : memh) {
+        ASSERT_EQ(UCS_OK,
+                  reg_memory(dmabuf_params(dmabuf.fd(), 0, dmabuf.length(),
+                                           (uintptr_t)dmabuf.host_address(),
+                                           dmabuf.host_address()),
+                             &m));
+        EXPECT_EQ(dmabuf.length(), uct_gpumem_ib_memh_view(m)->length);
+    }
+    for (uct_mem_h m : memh) {
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, m));
+    }
+
+    size_t said = log.count({m_device, "refuses to register dma-bufs",
+                             "host pages"});
+    if (said == 0) {
+        GTEST_SKIP() << m_device << " registers dma-bufs itself: there is no "
+                     << "refusal to fall back from";
+    }
+    EXPECT_EQ(1u, said) << log.text();
+}
+
+TEST_F(ib_md, dmabuf_refused_without_host_mapping_is_an_error) {
+    gpumem_test::udmabuf dmabuf(65536);
+    uct_mem_h memh;
+    ucs_status_t status;
+    log_capture log;
+
+    if (!dmabuf.made()) {
+        GTEST_SKIP() << dmabuf.why();
+    }
+
+    status = reg_memory(dmabuf_params(dmabuf.fd(), 0, dmabuf.length(),
+                                      0x10000000ull, NULL), &memh);
+    if (status == UCS_OK) {
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+        GTEST_SKIP() << m_device << " registers dma-bufs itself";
+    }
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, status);
+    EXPECT_EQ(1u, log.count({m_device, "ibv_reg_dmabuf_mr",
+                             strerror(EOPNOTSUPP), "no host mapping"}))
+            << log.text();
+    EXPECT_EQ(0u, md()->domain.num_regions);
+}
