@@ -216,6 +216,7 @@ static ucs_status_t gpumem_memory_create(gpumem_gpu_t *gpu,
     }
 
     memory->owner = gpu;
+    memory->reach = gpumem_gpu_reach(gpu);
     memory->type  = type;
     memory->kind  = kind;
     memory->size  = size;
@@ -456,15 +457,15 @@ static ucs_status_t gpumem_map_peer_check(gpumem_gpu_t *gpu,
                                           const gpumem_memory_t *memory)
 {
     const gpumem_topo_reach_t *r = gpumem_gpu_reach(gpu);
-    const gpumem_topo_reach_t *o = gpumem_gpu_reach(memory->owner);
+    const gpumem_topo_reach_t *o = memory->reach;
     char r_name[GPUMEM_TOPO_PCI_STR_MAX], o_name[GPUMEM_TOPO_PCI_STR_MAX];
     gpumem_topo_verdict_t verdict;
 
-    gpumem_gpu_name(gpu, r_name);
-    gpumem_gpu_name(memory->owner, o_name);
+    gpumem_pci_addr_str(&r->addr, r_name, sizeof(r_name));
+    gpumem_pci_addr_str(&o->addr, o_name, sizeof(o_name));
 
     if (memory->type == GPUMEM_MEMORY_VRAM) {
-        if (!gpumem_topo_reaches(r, o, 0, &verdict)) {
+        if ((r != o) && !gpumem_topo_reaches(r, o, 0, &verdict)) {
             ucs_error("gpumem: GPU %s does not reach the memory of GPU %s: "
                       "%s", r_name, o_name, verdict.reason);
             return UCS_ERR_UNREACHABLE;
@@ -519,7 +520,8 @@ static gpumem_memory_t *gpumem_memory_drop_peer(gpumem_memory_t *memory)
     }
 
     ucs_list_del(&memory->list);
-    if (memory->owner->released) {
+    if (memory->owner->released || (memory->handle_len > 0)) {
+        /* Imported memory is the exporter's: this process's hold ends */
         return memory;
     }
     ucs_list_add_tail(&memory->owner->deferred, &memory->list);
@@ -863,6 +865,226 @@ ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
     *ranges_p        = range;
     *count_p         = 1;
     return UCS_OK;
+}
+
+/*
+ * The wire form of an export: a header naming the owner GPU, then the
+ * driver's handle. All integers little-endian, as on every machine that
+ * shares memory with this one.
+ */
+#define GPUMEM_EXPORT_MAGIC    0x6770756dU  /* "gpum" */
+#define GPUMEM_EXPORT_VERSION  1
+
+typedef struct UCS_S_PACKED gpumem_export_header {
+    uint32_t magic;
+    uint8_t  version;
+    uint8_t  fn;
+    uint8_t  dev;
+    uint8_t  bus;
+    uint16_t domain;
+    uint16_t driver_len;    /* Bytes of the driver's handle that follow */
+    uint32_t reserved;
+} gpumem_export_header_t;
+
+_Static_assert(sizeof(gpumem_export_header_t) <=
+               GPUMEM_EXPORT_MAX - GPUMEM_DRIVER_EXPORT_MAX,
+               "an export header fits before the driver's handle");
+
+ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
+                           size_t *length_p)
+{
+    gpumem_export_header_t *header = buf;
+    gpumem_memory_t *memory;
+    const gpumem_topo_reach_t *owner;
+    size_t driver_len;
+    ucs_status_t status;
+
+    gpumem_mem_global_lock();
+    if (!gpumem_region_is_live(region) || (region->mapping == NULL)) {
+        gpumem_mem_global_unlock();
+        ucs_error("gpumem: export of region %p, which was freed or whose "
+                  "GPU was released", region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    memory = region->mapping->memory;
+    gpumem_mem_global_unlock();
+
+    if (memory->type != GPUMEM_MEMORY_VRAM) {
+        ucs_error("gpumem: export of system memory: only GPU memory is "
+                  "shared by handle");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (memory->handle_len > 0) {
+        /* Imported: pass on the exporter's own handle */
+        memcpy(buf, memory->handle, memory->handle_len);
+        *length_p = memory->handle_len;
+        return UCS_OK;
+    }
+
+    status = memory->owner->ops->mem_export(memory->vram, header + 1,
+                                            &driver_len);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    owner              = gpumem_gpu_reach(memory->owner);
+    header->magic      = GPUMEM_EXPORT_MAGIC;
+    header->version    = GPUMEM_EXPORT_VERSION;
+    header->domain     = owner->addr.domain;
+    header->bus        = owner->addr.bus;
+    header->dev        = owner->addr.dev;
+    header->fn         = owner->addr.fn;
+    header->driver_len = driver_len;
+    header->reserved   = 0;
+    *length_p          = sizeof(*header) + driver_len;
+    return UCS_OK;
+}
+
+/* The GPU of this process's driver that a handle's header names */
+static ucs_status_t gpumem_import_owner(gpumem_gpu_t *gpu, const void *buf,
+                                        size_t length,
+                                        gpumem_driver_gpu_t **owner_p)
+{
+    const gpumem_export_header_t *header = buf;
+    gpumem_driver_t *driver              = gpu->driver;
+    gpumem_pci_addr_t addr;
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+    unsigned i;
+
+    if ((length < sizeof(*header)) || (length > GPUMEM_EXPORT_MAX)) {
+        ucs_error("gpumem: import of a %zu-byte handle: a handle has %zu to "
+                  "%d bytes", length, sizeof(*header), GPUMEM_EXPORT_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((header->magic != GPUMEM_EXPORT_MAGIC) ||
+        (header->version != GPUMEM_EXPORT_VERSION) ||
+        (header->reserved != 0)) {
+        ucs_error("gpumem: import of a handle with magic 0x%x version %u: "
+                  "not a gpumem handle of version %d", header->magic,
+                  header->version, GPUMEM_EXPORT_VERSION);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (header->driver_len != length - sizeof(*header)) {
+        ucs_error("gpumem: import of a handle whose driver part claims %u "
+                  "bytes of the %zu that follow its header",
+                  header->driver_len, length - sizeof(*header));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    addr.domain = header->domain;
+    addr.bus    = header->bus;
+    addr.dev    = header->dev;
+    addr.fn     = header->fn;
+    for (i = 0; i < driver->ops->num_gpus(driver); ++i) {
+        if (gpumem_pci_addr_equal(
+                    &driver->ops->reach(driver->ops->gpu(driver, i))->addr,
+                    &addr)) {
+            *owner_p = driver->ops->gpu(driver, i);
+            return UCS_OK;
+        }
+    }
+
+    ucs_error("gpumem: import of memory of GPU %s, which the %s driver of "
+              "this process does not have",
+              gpumem_pci_addr_str(&addr, name, sizeof(name)),
+              driver->ops->name);
+    return UCS_ERR_NO_DEVICE;
+}
+
+/* This process's memory object for an imported handle: an existing one, or
+ * NULL; under the global lock */
+static gpumem_memory_t *gpumem_import_find(gpumem_gpu_t *gpu, const void *buf,
+                                           size_t length)
+{
+    gpumem_mapping_t *mapping;
+
+    ucs_list_for_each(mapping, &gpu->mappings, list) {
+        if ((mapping->memory->handle_len == length) &&
+            !memcmp(mapping->memory->handle, buf, length)) {
+            return mapping->memory;
+        }
+    }
+    return NULL;
+}
+
+ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
+                           gpumem_region_t **region_p)
+{
+    const gpumem_export_header_t *header = buf;
+    gpumem_driver_gpu_t *owner_dgpu;
+    gpumem_driver_mem_t *vram;
+    gpumem_mapping_t *mapping;
+    gpumem_memory_t *memory;
+    ucs_status_t status;
+
+    status = gpumem_gpu_check_live(gpu, "import");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = gpumem_import_owner(gpu, buf, length, &owner_dgpu);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    gpumem_gpu_give_back_deferred(gpu);
+
+    /* The same memory imported again: a new region over its mapping */
+    gpumem_mem_global_lock();
+    memory  = gpumem_import_find(gpu, buf, length);
+    mapping = (memory != NULL) ? gpumem_gpu_find_mapping(gpu, memory) : NULL;
+    gpumem_mem_global_unlock();
+    if (mapping != NULL) {
+        return gpumem_region_create(mapping, mapping->va, memory->size, NULL,
+                                    0, region_p);
+    }
+
+    status = gpu->ops->mem_import(owner_dgpu, header + 1, header->driver_len,
+                                  &vram);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* This GPU holds the imported memory: its last region's free ends the
+     * hold (the driver's free of an import) */
+    status = gpumem_memory_create(gpu, GPUMEM_MEMORY_VRAM, GPUMEM_KIND_GPU,
+                                  vram->size, &memory);
+    if (status != UCS_OK) {
+        goto err_free_vram;
+    }
+
+    memory->vram       = vram;
+    memory->reach      = gpu->ops->reach(owner_dgpu);
+    memory->handle_len = length;
+    memcpy(memory->handle, buf, length);
+
+    status = gpumem_map_peer_check(gpu, memory);
+    if (status != UCS_OK) {
+        goto err_free_memory;
+    }
+
+    status = gpumem_mapping_create(gpu, memory, 0, &mapping);
+    if (status != UCS_OK) {
+        goto err_free_memory;
+    }
+
+    status = gpumem_region_create(mapping, mapping->va, memory->size, NULL, 0,
+                                  region_p);
+    if (status != UCS_OK) {
+        gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+        gpumem_mapping_destroy(mapping);
+        goto err_free_memory;
+    }
+
+    gpumem_memory_own(memory);
+    return UCS_OK;
+
+err_free_memory:
+    ucs_free(memory);
+err_free_vram:
+    gpu->ops->mem_free(vram);
+    return status;
 }
 
 gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)

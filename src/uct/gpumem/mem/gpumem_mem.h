@@ -119,6 +119,28 @@ ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
                         const gpumem_topo_reach_t *client,
                         gpumem_bus_range_t **ranges_p, unsigned *count_p);
 
+#define GPUMEM_EXPORT_MAX  (GPUMEM_DRIVER_EXPORT_MAX + 16)
+
+
+/**
+ * A handle by which another process of the machine maps the GPU memory of
+ * @a region (gpumem_import), and which keeps the memory while that process
+ * holds it. @a buf holds GPUMEM_EXPORT_MAX bytes. UCS_ERR_UNSUPPORTED for
+ * system memory.
+ */
+ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
+                           size_t *length_p);
+
+/**
+ * map_peer across processes: map for @a gpu the memory another process
+ * exported. The handle is bytes from a peer: every field is checked, and a
+ * bad one is UCS_ERR_INVALID_PARAM (or the driver's refusal) with a log
+ * line. Importing the same memory again maps nothing new: the result is a
+ * new region over the same mapping.
+ */
+ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
+                           gpumem_region_t **region_p);
+
 /**
  * The region of @a gpu whose addresses hold @a address, or NULL; the first
  * given where several do (peer regions over one mapping share addresses).

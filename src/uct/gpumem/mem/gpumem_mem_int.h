@@ -27,7 +27,9 @@ typedef enum {
  * when the owner has no region over it and no peer maps it.
  */
 typedef struct gpumem_memory {
-    gpumem_gpu_t         *owner;
+    gpumem_gpu_t         *owner;      /* The GPU of this process that holds
+                                         it (the importer, if imported) */
+    const gpumem_topo_reach_t *reach; /* Facts of the GPU it is memory of */
     gpumem_memory_type_t type;
     gpumem_kind_t        kind;
     gpumem_driver_mem_t  *vram;       /* VRAM, or NULL */
@@ -40,6 +42,8 @@ typedef struct gpumem_memory {
                                          flush was not confirmed): back only
                                          at the owner's release */
     int                  reserved;    /* Reserved for a bus client */
+    size_t               handle_len;  /* Imported from another process: */
+    uint8_t              handle[GPUMEM_EXPORT_MAX]; /* the handle it came by */
     ucs_list_link_t      list;        /* In the owner's memories/deferred */
 } gpumem_memory_t;
 

@@ -1,0 +1,156 @@
+/**
+ * gpumem tests: a machine of emu GPUs for the memory core's tests.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_MEM_TEST_H_
+#define GPUMEM_MEM_TEST_H_
+
+#include <common/gpumem_test.h>
+
+extern "C" {
+#include <uct/gpumem/mem/gpumem_mem.h>
+#include <uct/gpumem/driver/emu/emu.h>
+#include <ucs/sys/sys.h>
+}
+
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <vector>
+
+
+class mem_core : public testing::Test {
+protected:
+    /* The BAR covers the memory, or reaches() refuses peers (seed 003);
+     * one test opens a machine with a smaller BAR */
+    enum { VRAM_SIZE = 64 << 20, SMALL_BAR_SIZE = 32 << 20 };
+
+    virtual void SetUp() {
+        char tmpl[] = "/tmp/gpumem_mem.XXXXXX";
+
+        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+        m_shm_dir = tmpl;
+        ASSERT_NO_FATAL_FAILURE(open_machine(NULL));
+    }
+
+    virtual void TearDown() {
+        close_machine();
+        EXPECT_EQ(0u, shm_files()) << "shared memory left in " << m_shm_dir;
+        EXPECT_EQ(0, system(("rm -rf " + m_shm_dir).c_str()));
+    }
+
+    /* The built-in emu machine, or the GPUs of a real machine's export */
+    void open_machine(const char *xml, size_t bar_size = VRAM_SIZE) {
+        gpumem_topo_params_t params = {};
+        gpumem_emu_config_t config  = {};
+        std::string path;
+
+        if (xml != NULL) {
+            path            = std::string(GPUMEM_TEST_TOPO_DIR) + "/" + xml;
+            params.xml_path = path.c_str();
+        } else {
+            params.xml_buffer = gpumem_emu_builtin_topology;
+        }
+        params.sysfs_root = "/nonexistent";
+        ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
+
+        config.vram_size       = VRAM_SIZE;
+        config.bar_size        = bar_size;
+        config.shm_dir         = m_shm_dir.c_str();
+        config.copy_inline_max = 8192;
+        ASSERT_EQ(UCS_OK, gpumem_emu_open(&config, m_topo, &m_driver));
+
+        for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {
+            gpumem_gpu_t *gpu;
+            ASSERT_EQ(UCS_OK, gpumem_gpu_create(m_driver, i, &gpu));
+            m_gpus.push_back(gpu);
+        }
+        ASSERT_GE(m_gpus.size(), 2u);
+    }
+
+    void close_machine() {
+        for (gpumem_gpu_t *gpu : m_gpus) {
+            gpumem_gpu_destroy(gpu);
+        }
+        m_gpus.clear();
+        if (m_driver != NULL) {
+            m_driver->ops->close(m_driver);
+            m_driver = NULL;
+        }
+        if (m_topo != NULL) {
+            gpumem_topo_destroy(m_topo);
+            m_topo = NULL;
+        }
+    }
+
+    unsigned shm_files() const {
+        DIR *dir = opendir(m_shm_dir.c_str());
+        unsigned count = 0;
+        struct dirent *entry;
+
+        if (dir == NULL) {
+            return 0;
+        }
+        while ((entry = readdir(dir)) != NULL) {
+            count += (entry->d_name[0] != '.');
+        }
+        closedir(dir);
+        return count;
+    }
+
+    gpumem_gpu_t *gpu(unsigned i) {
+        return m_gpus[i];
+    }
+
+    gpumem_driver_gpu_t *dgpu(unsigned i) {
+        return m_driver->ops->gpu(m_driver, i);
+    }
+
+    /* Moves bytes with GPU @a i's copy engine, polling to the end */
+    ucs_status_t copy(unsigned i, uint64_t dst, bool dst_dev, uint64_t src,
+                      bool src_dev, size_t size) {
+        gpumem_driver_copy_t op;
+        ucs_status_t status;
+
+        status = m_driver->ops->copy(dgpu(i), dst, dst_dev, src, src_dev,
+                                     size, &op);
+        while (status == UCS_INPROGRESS) {
+            status = m_driver->ops->copy_poll(&op);
+        }
+        return status;
+    }
+
+    void write_dev(unsigned i, uint64_t addr, const std::string &data) {
+        ASSERT_EQ(UCS_OK, copy(i, addr, true, (uintptr_t)data.data(), false,
+                               data.size()));
+    }
+
+    std::string read_dev(unsigned i, uint64_t addr, size_t size) {
+        std::string data(size, '\0');
+        EXPECT_EQ(UCS_OK, copy(i, (uintptr_t)&data[0], false, addr, true,
+                               size));
+        return data;
+    }
+
+    gpumem_gpu_stats_t stats(unsigned i) {
+        gpumem_gpu_stats_t s;
+        gpumem_gpu_stats(gpu(i), &s);
+        return s;
+    }
+
+    gpumem_region_t *alloc(unsigned i, gpumem_kind_t kind, size_t size,
+                           unsigned flags = 0) {
+        gpumem_region_t *region = NULL;
+        EXPECT_EQ(UCS_OK, gpumem_alloc(gpu(i), kind, size, flags, &region));
+        return region;
+    }
+
+    std::string                m_shm_dir;
+    gpumem_topo_t              *m_topo   = NULL;
+    gpumem_driver_t            *m_driver = NULL;
+    std::vector<gpumem_gpu_t*> m_gpus;
+};
+
+#endif

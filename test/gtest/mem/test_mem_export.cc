@@ -1,0 +1,151 @@
+/**
+ * gpumem tests: map_peer across processes, by exported handles.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "mem_test.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+
+class mem_export : public mem_core {
+protected:
+    std::string export_of(gpumem_region_t *region) {
+        std::string handle(GPUMEM_EXPORT_MAX, '\0');
+        size_t length;
+
+        EXPECT_EQ(UCS_OK, gpumem_export(region, &handle[0], &length));
+        handle.resize(length);
+        return handle;
+    }
+};
+
+
+/* One process allocates and exports, another imports and maps: both see
+ * the same bytes, and the owner's free while the peer maps keeps them */
+TEST_F(mem_export, peer_process_maps_the_memory_and_outlives_the_owners_free) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
+    int to_child[2], to_parent[2];
+    std::string handle;
+    char token;
+    int status;
+    pid_t pid;
+
+    ASSERT_TRUE(owned != NULL);
+    write_dev(0, gpumem_region_address(owned) + 5000, "from the owner");
+    handle = export_of(owned);
+    ASSERT_EQ(0, pipe(to_child));
+    ASSERT_EQ(0, pipe(to_parent));
+
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        gpumem_region_t *peer;
+        int ok;
+
+        m_gpus.clear();
+        m_driver = NULL;
+        m_topo   = NULL;
+        open_machine(NULL);
+        ok = (gpumem_import(gpu(1), handle.data(), handle.size(), &peer) ==
+              UCS_OK) &&
+             (read_dev(1, gpumem_region_address(peer) + 5000, 14) ==
+              "from the owner");
+        write_dev(1, gpumem_region_address(peer), "from the peer");
+        ok &= (write(to_parent[1], "r", 1) == 1);
+        ok &= (read(to_child[0], &token, 1) == 1);   /* the owner freed */
+        ok &= (read_dev(1, gpumem_region_address(peer) + 5000, 14) ==
+               "from the owner");
+        ok &= (gpumem_free(gpu(1), peer) == UCS_OK);
+        close_machine();
+        _exit(ok ? 0 : 3);
+    }
+
+    ASSERT_EQ(1, read(to_parent[0], &token, 1));
+    EXPECT_EQ("from the peer", read_dev(0, gpumem_region_address(owned), 13));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+    ASSERT_EQ(1, write(to_child[1], "f", 1));
+
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(0, WEXITSTATUS(status));
+    for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) {
+        close(fd);
+    }
+}
+
+TEST_F(mem_export, importing_the_same_memory_again_shares_one_mapping) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    std::string handle     = export_of(owned);
+    gpumem_region_t *first, *second;
+
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(1), handle.data(), handle.size(),
+                                    &first));
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(1), handle.data(), handle.size(),
+                                    &second));
+    EXPECT_EQ(gpumem_region_address(first), gpumem_region_address(second));
+    EXPECT_EQ(1u, stats(1).mappings);
+
+    write_dev(1, gpumem_region_address(first), "shared");
+    EXPECT_EQ("shared", read_dev(0, gpumem_region_address(owned), 6));
+    gpumem_free(gpu(1), first);
+    gpumem_free(gpu(1), second);
+    EXPECT_EQ(0u, stats(1).mappings);
+    gpumem_free(gpu(0), owned);
+}
+
+TEST_F(mem_export, a_region_over_imported_memory_exports_the_same_handle) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    std::string handle     = export_of(owned);
+    gpumem_region_t *imported;
+
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(1), handle.data(), handle.size(),
+                                    &imported));
+    EXPECT_EQ(handle, export_of(imported));
+    gpumem_free(gpu(1), imported);
+    gpumem_free(gpu(0), owned);
+}
+
+TEST_F(mem_export, system_memory_is_not_exported) {
+    gpumem_region_t *host = alloc(0, GPUMEM_KIND_HOST, 4096);
+    char handle[GPUMEM_EXPORT_MAX];
+    size_t length;
+
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, gpumem_export(host, handle, &length));
+    gpumem_free(gpu(0), host);
+}
+
+/* A handle is bytes from a peer: each bad one is refused, nothing mapped */
+TEST_F(mem_export, bad_handles_are_refused_and_map_nothing) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    std::string good       = export_of(owned);
+    gpumem_region_t *region;
+    std::vector<std::string> bad;
+    std::string h;
+
+    bad.push_back("");
+    bad.push_back(good.substr(0, 8));                  /* truncated header */
+    bad.push_back(good.substr(0, good.size() - 1));    /* truncated handle */
+    bad.push_back(good + "x");                         /* trailing byte */
+    bad.push_back(std::string(good.size(), '\xff'));   /* garbage */
+    h = good; h[0] ^= 1;  bad.push_back(h);            /* magic */
+    h = good; h[4] = 9;   bad.push_back(h);            /* version */
+    h = good; h[8] ^= 0x40; bad.push_back(h);          /* no such GPU */
+    h = good; h[10] = 0;  bad.push_back(h);            /* driver length */
+    h = good; h[12] = 1;  bad.push_back(h);            /* reserved */
+    h = good; h[good.size() - 9] ^= 0x5a; bad.push_back(h); /* driver part */
+    h = std::string(GPUMEM_EXPORT_MAX + 1, '\0'); bad.push_back(h);
+
+    for (const std::string &handle : bad) {
+        region = NULL;
+        EXPECT_NE(UCS_OK, gpumem_import(gpu(1), handle.data(), handle.size(),
+                                        &region))
+                << "handle of " << handle.size() << " bytes";
+        EXPECT_TRUE(region == NULL);
+    }
+    EXPECT_EQ(0u, stats(1).mappings);
+    EXPECT_EQ(0u, stats(1).memories);
+    gpumem_free(gpu(0), owned);
+}
