@@ -14,7 +14,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gpumem/api/gpumem.h>
+#include <gpumem/gpumem.h>
 #include <tools/perf/lib/libperf_int.h>
 #include <ucs/debug/log.h>
 #include <stdlib.h>

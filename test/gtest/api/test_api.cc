@@ -6,7 +6,7 @@
 
 #include <common/gpumem_test.h>
 
-#include <uct/gpumem/api/gpumem.h>
+#include <gpumem/gpumem.h>
 
 #include <cstdlib>
 #include <string>

@@ -9,7 +9,7 @@
 #  include "config.h"
 #endif
 
-#include "gpumem.h"
+#include <gpumem/gpumem.h>
 
 #include <uct/gpumem/gpumem_md.h>
 #include <ucm/gpumem/ucm_gpumem.h>
