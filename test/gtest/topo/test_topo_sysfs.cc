@@ -82,7 +82,9 @@ protected:
         FILE *file       = fopen(path.c_str(), "w");
 
         ASSERT_TRUE(file != NULL) << path;
-        ASSERT_EQ(size, fwrite(data, 1, size, file));
+        if (size > 0) {
+            ASSERT_EQ(size, fwrite(data, 1, size, file));
+        }
         ASSERT_EQ(0, fclose(file));
     }
 
