@@ -1,6 +1,7 @@
 # GPUMEM_CHECK_UCX: the installed UCX the plugin is built against and runs in.
 #
 # Sets UCX_CFLAGS, UCX_LIBS (uct and ucs, what the component links),
+# UCP_CFLAGS, UCP_LIBS (ucp over them, what UCP-level tests link),
 # UCX_VERSION, UCX_LIBDIR, UCX_INFO, ucx_moduledir, and generates
 # ucx_config.h from "ucx_info -b" of that UCX, so the internal headers
 # see the same build configuration as the libraries.
@@ -20,6 +21,8 @@ AC_DEFUN([GPUMEM_CHECK_UCX], [
 
     PKG_CHECK_MODULES([UCX], [ucx-uct ucx-ucs], [],
         [AC_MSG_ERROR([UCX not found ($UCX_PKG_ERRORS); install libucx-dev (contrib/setup.sh) or give --with-ucx=DIR])])
+    PKG_CHECK_MODULES([UCP], [ucx], [],
+        [AC_MSG_ERROR([UCP not found ($UCP_PKG_ERRORS); install libucx-dev (contrib/setup.sh) or give --with-ucx=DIR])])
     UCX_VERSION=`$PKG_CONFIG --modversion ucx-uct`
     UCX_LIBDIR=`$PKG_CONFIG --variable=libdir ucx-uct`
     ucx_bindir=`$PKG_CONFIG --variable=bindir ucx-uct`

@@ -1,6 +1,12 @@
 /**
  * gpumem UCM: memory-type events for device allocations.
  *
+ * UCX creates its memory type cache at its first lookup, and a handler that
+ * asks for UCM_EVENT_FLAG_EXISTING_ALLOC learns of earlier allocations from
+ * UCM's event installers only. So the live allocations are kept here, and an
+ * installer reports them: device memory allocated before UCX looked is
+ * still known to be device memory, which the CPU must not touch.
+ *
  * See file LICENSE for terms.
  */
 
@@ -11,26 +17,114 @@
 #include "ucm_gpumem.h"
 
 #include <ucm/event/event.h>
+#include <ucs/datastruct/khash.h>
+#include <ucm/util/log.h>
+#include <ucs/sys/preprocessor.h>
+#include <ucs/sys/compiler_def.h>
+#include <pthread.h>
 
 
-void ucm_gpumem_dispatch_alloc(void *address, size_t size,
-                               ucs_memory_type_t mem_type)
+typedef struct ucm_gpumem_alloc {
+    size_t            size;
+    ucs_memory_type_t mem_type;
+} ucm_gpumem_alloc_t;
+
+KHASH_MAP_INIT_INT64(ucm_gpumem_allocs, ucm_gpumem_alloc_t);
+
+/* The live allocations, by address */
+static khash_t(ucm_gpumem_allocs) ucm_gpumem_allocs;
+static pthread_mutex_t ucm_gpumem_allocs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+
+static void ucm_gpumem_dispatch(ucm_event_type_t event_type, void *address,
+                                size_t size, ucs_memory_type_t mem_type)
 {
     ucm_event_t event;
 
     event.mem_type.address  = address;
     event.mem_type.size     = size;
     event.mem_type.mem_type = mem_type;
-    ucm_event_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, &event);
+    ucm_event_dispatch(event_type, &event);
+}
+
+void ucm_gpumem_dispatch_alloc(void *address, size_t size,
+                               ucs_memory_type_t mem_type)
+{
+    khiter_t iter;
+    int ret;
+
+    pthread_mutex_lock(&ucm_gpumem_allocs_lock);
+    iter = kh_put(ucm_gpumem_allocs, &ucm_gpumem_allocs, (uintptr_t)address,
+                  &ret);
+    if (ret >= 0) {
+        kh_value(&ucm_gpumem_allocs, iter).size     = size;
+        kh_value(&ucm_gpumem_allocs, iter).mem_type = mem_type;
+    } else {
+        /* Those who look later treat it as host memory */
+        ucm_warn("gpumem: no room to remember %p..%p", address,
+                 UCS_PTR_BYTE_OFFSET(address, size));
+    }
+    pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
+
+    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, address, size, mem_type);
 }
 
 void ucm_gpumem_dispatch_free(void *address, size_t size,
                               ucs_memory_type_t mem_type)
 {
-    ucm_event_t event;
+    khiter_t iter;
 
-    event.mem_type.address  = address;
-    event.mem_type.size     = size;
-    event.mem_type.mem_type = mem_type;
-    ucm_event_dispatch(UCM_EVENT_MEM_TYPE_FREE, &event);
+    pthread_mutex_lock(&ucm_gpumem_allocs_lock);
+    iter = kh_get(ucm_gpumem_allocs, &ucm_gpumem_allocs, (uintptr_t)address);
+    if (iter != kh_end(&ucm_gpumem_allocs)) {
+        kh_del(ucm_gpumem_allocs, &ucm_gpumem_allocs, iter);
+    }
+    pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
+
+    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_FREE, address, size, mem_type);
+}
+
+/* The events are dispatched by the allocation calls: nothing to hook */
+static ucs_status_t ucm_gpumem_install(int UCS_V_UNUSED events)
+{
+    return UCS_OK;
+}
+
+static void ucm_gpumem_get_existing_alloc(ucm_event_handler_t *handler)
+{
+    ucm_gpumem_alloc_t alloc;
+    ucm_event_t event;
+    uint64_t address;
+
+    if (!(handler->events & UCM_EVENT_MEM_TYPE_ALLOC)) {
+        return;
+    }
+
+    pthread_mutex_lock(&ucm_gpumem_allocs_lock);
+    kh_foreach(&ucm_gpumem_allocs, address, alloc, {
+        event.mem_type.address  = (void*)(uintptr_t)address;
+        event.mem_type.size     = alloc.size;
+        event.mem_type.mem_type = alloc.mem_type;
+        ucm_event_enter();
+        handler->cb(UCM_EVENT_MEM_TYPE_ALLOC, &event, handler->arg);
+        ucm_event_leave();
+    })
+    pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
+}
+
+static ucm_event_installer_t ucm_gpumem_installer = {
+    .install            = ucm_gpumem_install,
+    .get_existing_alloc = ucm_gpumem_get_existing_alloc
+};
+
+UCS_STATIC_INIT
+{
+    kh_init_inplace(ucm_gpumem_allocs, &ucm_gpumem_allocs);
+    ucs_list_add_tail(&ucm_event_installer_list, &ucm_gpumem_installer.list);
+}
+
+UCS_STATIC_CLEANUP
+{
+    ucs_list_del(&ucm_gpumem_installer.list);
+    kh_destroy_inplace(ucm_gpumem_allocs, &ucm_gpumem_allocs);
 }

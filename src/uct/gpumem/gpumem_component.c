@@ -17,6 +17,7 @@
 #include "gpumem_component.h"
 #include "gpumem_md.h"
 #include "ib/ib_md.h"
+#include "copy/copy_iface.h"
 #include "base/gpumem_abi.h"
 
 #include <uct/base/uct_component.h>
@@ -26,6 +27,15 @@
 static uct_component_t *uct_gpumem_components[] = {
     &uct_gpumem_component,
     &uct_gpumem_ib_component
+};
+
+/* The transports of the components, registered after them and removed
+ * before them */
+static const struct {
+    uct_component_t *component;
+    uct_tl_t        *tl;
+} uct_gpumem_tls[] = {
+    {&uct_gpumem_component, &uct_gpumem_copy_tl}
 };
 
 static int uct_gpumem_components_registered = 0;
@@ -51,6 +61,12 @@ ucs_status_t uct_gpumem_components_register(void)
                   uct_gpumem_components[i]->name);
     }
 
+    for (i = 0; i < ucs_static_array_size(uct_gpumem_tls); ++i) {
+        uct_tl_register(uct_gpumem_tls[i].component, uct_gpumem_tls[i].tl);
+        ucs_debug("gpumem: registered transport '%s'",
+                  uct_gpumem_tls[i].tl->name);
+    }
+
     uct_gpumem_components_registered = 1;
     return UCS_OK;
 }
@@ -61,6 +77,12 @@ void uct_gpumem_components_unregister(void)
 
     if (!uct_gpumem_components_registered) {
         return;
+    }
+
+    for (i = ucs_static_array_size(uct_gpumem_tls); i-- > 0;) {
+        /* uct_tl_unregister() leaves the component's transport list alone */
+        uct_tl_unregister(uct_gpumem_tls[i].tl);
+        ucs_list_del(&uct_gpumem_tls[i].tl->list);
     }
 
     for (i = 0; i < ucs_static_array_size(uct_gpumem_components); ++i) {

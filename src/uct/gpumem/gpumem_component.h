@@ -13,7 +13,8 @@
 BEGIN_C_DECLS
 
 /**
- * Register every gpumem component with UCT, after the ABI guard agrees.
+ * Register every gpumem component, then its transports, with UCT, after the
+ * ABI guard agrees.
  * Called when the plugin is loaded; a second call does nothing.
  *
  * @return UCS_OK when the components are registered.
@@ -22,9 +23,9 @@ ucs_status_t uct_gpumem_components_register(void);
 
 
 /**
- * Remove the gpumem components from UCT (components list and configuration
- * list). Called when the plugin is unloaded; does nothing when they are not
- * registered.
+ * Remove the gpumem transports, then components, from UCT (components and
+ * transports lists, configuration list). Called when the plugin is unloaded;
+ * does nothing when they are not registered.
  */
 void uct_gpumem_components_unregister(void);
 

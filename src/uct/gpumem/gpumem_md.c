@@ -1,6 +1,7 @@
 /**
  * gpumem: the GPU memory domain: open, query, close, and device memory:
- * allocation, detection and queries.
+ * allocation, detection and queries; registration and keys as the copy
+ * transport (copy/) needs them.
  *
  * See file LICENSE for terms.
  */
@@ -89,14 +90,17 @@ static ucs_status_t uct_gpumem_md_query(uct_md_h uct_md,
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
     uint64_t mem_types  = UCS_BIT(md->mem_type);
 
-    /* Allocation and detection of device memory; registration (and so
-     * rkeys) belong to the transports that move it */
-    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC;
+    /* Allocation and detection of device memory. Registration of host and
+     * device memory, which the copy transport needs no more than an address
+     * for, is there because UCP selects the lanes of its memory-type
+     * endpoint and stages rendezvous fragments only on memory domains that
+     * register host memory; no rkey is needed (NEED_RKEY is not set) */
+    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG;
     md_attr->cap.max_alloc        = md->context->driver->ops->vram_size(
             md->context->driver->ops->gpu(md->context->driver,
                                           md->alloc_gpu));
-    md_attr->cap.max_reg          = 0;
-    md_attr->cap.reg_mem_types    = 0;
+    md_attr->cap.max_reg          = SIZE_MAX;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | mem_types;
     md_attr->cap.detect_mem_types = mem_types;
     md_attr->cap.alloc_mem_types  = mem_types;
     md_attr->cap.access_mem_types = mem_types;
@@ -139,6 +143,54 @@ uct_gpumem_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
     ucm_gpumem_dispatch_alloc(*address_p, *length_p, md->mem_type);
     ucs_trace("gpumem: %s: allocated %zu bytes at %p on GPU %u", alloc_name,
               *length_p, *address_p, md->alloc_gpu);
+    return UCS_OK;
+}
+
+/* The one handle of every registration: the copy engines reach host memory
+ * and the process's device memory by address, with nothing pinned or
+ * mapped, so a registration holds nothing */
+static char uct_gpumem_md_reg_handle;
+
+static ucs_status_t
+uct_gpumem_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                      unsigned flags, uct_mem_h *memh_p)
+{
+    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    uintptr_t start     = (uintptr_t)address;
+    gpumem_region_t *region;
+    int gpu;
+
+    /* Device memory is registered only within one allocation */
+    gpu = uct_gpumem_context_find_gpu(md->context, address);
+    if (gpu >= 0) {
+        region = gpumem_find_region(md->context->gpus[gpu], start);
+        if ((region == NULL) ||
+            (length > (gpumem_region_address(region) +
+                       gpumem_region_size(region) - start))) {
+            ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
+                    UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+                    "gpumem: cannot register %zu bytes at %p: no allocation "
+                    "of GPU %d holds them", length, address, gpu);
+            return UCS_ERR_INVALID_ADDR;
+        }
+    }
+
+    *memh_p = &uct_gpumem_md_reg_handle;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_md_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
+                        const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    if (params->memh != &uct_gpumem_md_reg_handle) {
+        ucs_error("gpumem: deregistration of %p, which mem_reg did not give",
+                  params->memh);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     return UCS_OK;
 }
 
@@ -217,13 +269,12 @@ static uct_md_ops_t uct_gpumem_md_ops = {
     .mem_free               = uct_gpumem_md_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                       ucs_empty_function_return_unsupported,
-    .mem_reg                = (uct_md_mem_reg_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_dereg              = (uct_md_mem_dereg_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gpumem_md_mem_reg,
+    .mem_dereg              = uct_gpumem_md_mem_dereg,
     .mem_query              = uct_gpumem_md_mem_query,
+    /* rkey_packed_size is 0: nothing to pack */
     .mkey_pack              = (uct_md_mkey_pack_func_t)
-                                      ucs_empty_function_return_unsupported,
+                                      ucs_empty_function_return_success,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
                                       ucs_empty_function_return_zero_int,
     .detect_memory_type     = uct_gpumem_md_detect_memory_type
@@ -300,14 +351,25 @@ err_free:
     return status;
 }
 
+/* A peer that reaches this domain's transport is this process, and the
+ * copy transport takes remote addresses as they are: the key is no key */
+static ucs_status_t
+uct_gpumem_rkey_unpack(uct_component_t UCS_V_UNUSED *component,
+                       const void UCS_V_UNUSED *rkey_buffer, uct_rkey_t *rkey_p,
+                       void **handle_p)
+{
+    *rkey_p   = UCT_INVALID_RKEY;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
 uct_component_t uct_gpumem_component = {
     .name               = "gpumem",
     .query_md_resources = uct_md_query_single_md_resource,
     .md_open            = uct_gpumem_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                                   ucs_empty_function_return_unsupported,
-    .rkey_unpack        = (uct_component_rkey_unpack_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .rkey_unpack        = uct_gpumem_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                                   ucs_empty_function_return_unsupported,
     .rkey_release       = (uct_component_rkey_release_func_t)

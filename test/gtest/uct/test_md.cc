@@ -12,6 +12,7 @@ extern "C" {
 #include <ucm/api/ucm.h>
 }
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -86,17 +87,24 @@ TEST_F(md, query_names_the_component) {
 }
 
 /* What works is advertised, and nothing else: allocation and detection of
- * device memory of the configured type; no registration, no rkeys */
-TEST_F(md, query_advertises_exactly_allocation_and_detection) {
+ * device memory of the configured type; registration of host and device
+ * memory for the copy transport, which needs no rkey */
+TEST_F(md, query_advertises_allocation_detection_and_keyless_registration) {
     uct_md_attr_t attr;
 
     open();
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
-    EXPECT_EQ((uint64_t)UCT_MD_FLAG_ALLOC, attr.cap.flags);
+    EXPECT_EQ((uint64_t)(UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG),
+              attr.cap.flags);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.alloc_mem_types);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.detect_mem_types);
-    EXPECT_EQ(0u, attr.cap.reg_mem_types);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.access_mem_types);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+              attr.cap.reg_mem_types);
+    EXPECT_EQ(SIZE_MAX, attr.cap.max_reg);
     EXPECT_EQ(0u, attr.rkey_packed_size);
+    EXPECT_EQ(0.0, attr.reg_cost.c);
+    EXPECT_EQ(0.0, attr.reg_cost.m);
     EXPECT_EQ(64u << 20, attr.cap.max_alloc);
 }
 
@@ -191,14 +199,58 @@ TEST_F(md, opens_twice_sharing_the_gpus) {
     uct_md_close(second);
 }
 
-TEST_F(md, unbuilt_operations_say_unsupported) {
-    char buffer[64];
-    uct_mem_h memh;
+/* Registration holds nothing (the copy engines reach memory by address)
+ * and packs no key; the key a peer unpacks is no key, and needs none */
+TEST_F(md, registers_host_and_device_memory_without_keys) {
+    uct_allocated_memory_t mem;
+    uct_rkey_bundle_t rkey;
+    size_t length = 8192;
+    uct_mem_h host_memh, dev_memh;
+    char buffer[64], rkey_buffer[8];
+    char *address;
 
     open();
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_mem_reg(m_md, buffer, sizeof(buffer),
-                             UCT_MD_MEM_ACCESS_ALL, &memh));
+    address = (char*)alloc(&length, &mem);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buffer, sizeof(buffer),
+                                     UCT_MD_MEM_ACCESS_ALL, &host_memh));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, address + 100, length - 100,
+                                     UCT_MD_MEM_ACCESS_ALL, &dev_memh));
+    EXPECT_TRUE(host_memh != UCT_MEM_HANDLE_NULL);
+    EXPECT_TRUE(dev_memh != UCT_MEM_HANDLE_NULL);
+
+    /* rkey_packed_size is 0: the buffer is not written */
+    memset(rkey_buffer, 'k', sizeof(rkey_buffer));
+    EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, dev_memh, rkey_buffer));
+    EXPECT_EQ(std::string(sizeof(rkey_buffer), 'k'),
+              std::string(rkey_buffer, sizeof(rkey_buffer)));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, rkey_buffer, &rkey));
+    EXPECT_EQ(UCT_INVALID_RKEY, rkey.rkey);
+    EXPECT_TRUE(rkey.handle == NULL);
+    EXPECT_EQ(UCS_OK, uct_rkey_release(m_component, &rkey));
+
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, dev_memh));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, host_memh));
+    uct_mem_free(&mem);
+}
+
+TEST_F(md, registration_past_a_device_allocation_is_refused) {
+    uct_allocated_memory_t mem;
+    size_t length = 8192;
+    uct_mem_h memh;
+    char *address;
+
+    open();
+    address = (char*)alloc(&length, &mem);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_md_mem_reg(m_md, address + 100, length,
+                             UCT_MD_MEM_ACCESS_ALL |
+                             UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
+    uct_mem_free(&mem);
+    /* Freed: no allocation holds it any more */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_md_mem_reg(m_md, address, 4096,
+                             UCT_MD_MEM_ACCESS_ALL |
+                             UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
 }
 
 /* UCX's own topology sees each GPU of the topology as a system device */
@@ -267,4 +319,33 @@ TEST_F(md, allocation_and_free_raise_ucm_memory_type_events) {
     EXPECT_EQ(length, events.allocs[0].second);
     ASSERT_EQ(1u, events.frees.size());
     EXPECT_EQ(address, events.frees[0].first);
+}
+
+/* UCX creates its memory type cache at its first lookup, asking for the
+ * allocations made before: device memory allocated earlier is reported */
+TEST_F(md, handler_added_later_learns_of_live_allocations) {
+    uct_allocated_memory_t live, freed;
+    size_t live_length = 4096, freed_length = 4096;
+    mem_type_events events;
+    void *address;
+
+    open();
+    address = alloc(&live_length, &live);
+    alloc(&freed_length, &freed);
+    uct_mem_free(&freed);
+
+    ASSERT_EQ(UCS_OK, ucm_set_event_handler(UCM_EVENT_MEM_TYPE_ALLOC |
+                                            UCM_EVENT_MEM_TYPE_FREE |
+                                            UCM_EVENT_FLAG_NO_INSTALL |
+                                            UCM_EVENT_FLAG_EXISTING_ALLOC, 0,
+                                            record_mem_type_event, &events));
+    ucm_unset_event_handler(UCM_EVENT_MEM_TYPE_ALLOC |
+                            UCM_EVENT_MEM_TYPE_FREE, record_mem_type_event,
+                            &events);
+    uct_mem_free(&live);
+
+    ASSERT_EQ(1u, events.allocs.size());
+    EXPECT_EQ(address, events.allocs[0].first);
+    EXPECT_EQ(live_length, events.allocs[0].second);
+    EXPECT_EQ(0u, events.frees.size());
 }

@@ -1,0 +1,138 @@
+/**
+ * gpumem copy transport: the interface, whose GPU copy engines move bytes
+ * between host and device memory, and between device memories, of this
+ * process.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCT_GPUMEM_COPY_IFACE_H_
+#define UCT_GPUMEM_COPY_IFACE_H_
+
+#include <uct/gpumem/gpumem_md.h>
+#include <uct/base/uct_iface.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
+
+
+/* UCX 1.13 holds 9 characters of a transport name (UCT_TL_NAME_MAX) */
+#define UCT_GPUMEM_COPY_TL_NAME   "gpumemcpy"
+#define UCT_GPUMEM_COPY_DEV_NAME  "gpumem"
+
+
+/* Only the interface that made an address reaches it, as with cuda_copy */
+typedef uint64_t uct_gpumem_copy_iface_addr_t;
+
+
+typedef struct uct_gpumem_copy_iface_config {
+    uct_iface_config_t super;
+    size_t             seg_size;   /* Bounce buffer of the bcopy operations */
+    unsigned           max_poll;   /* Completions one progress call gives */
+    double             bandwidth;  /* Estimates UCP selects lanes by */
+    double             latency;
+    double             overhead;
+} uct_gpumem_copy_iface_config_t;
+
+
+/**
+ * One copy, as the engine is asked it: resolved from the addresses UCT gets.
+ */
+typedef struct uct_gpumem_copy_req {
+    gpumem_driver_gpu_t *engine;   /* Copy engine, NULL: host to host, by the
+                                      CPU */
+    uint64_t            dst;
+    uint64_t            src;
+    int                 dst_dev;
+    int                 src_dev;
+    size_t              length;
+    gpumem_gpu_t        *peer_gpu; /* Where the source of another GPU is
+                                      mapped for the engine, or NULL */
+    gpumem_region_t     *peer;
+} uct_gpumem_copy_req_t;
+
+
+/* Where an operation of the queue is */
+typedef enum {
+    UCT_GPUMEM_COPY_OP_WAITING,    /* Behind others: not given to the engine */
+    UCT_GPUMEM_COPY_OP_RUNNING,    /* The engine moves its bytes */
+    UCT_GPUMEM_COPY_OP_DONE        /* Bytes landed (or failed); completion
+                                      not yet given */
+} uct_gpumem_copy_op_state_t;
+
+
+struct uct_gpumem_copy_ep;
+
+
+/**
+ * A zero-copy operation or a flush, in the interface's queue.
+ */
+typedef struct uct_gpumem_copy_op {
+    ucs_queue_elem_t           queue;
+    struct uct_gpumem_copy_ep  *ep;      /* Counts it outstanding; NULL for a
+                                            flush, or once the ep is gone */
+    uct_completion_t           *comp;
+    uct_gpumem_copy_op_state_t state;
+    ucs_status_t               status;   /* Once DONE */
+    uct_gpumem_copy_req_t      req;      /* length 0: a flush */
+    gpumem_driver_copy_t       copy;     /* While RUNNING */
+} uct_gpumem_copy_op_t;
+
+
+/**
+ * The copy interface. Its zero-copy operations run in the order they were
+ * posted, one at a time, as on one stream of a copy engine; short and bcopy
+ * operations complete before they return and so are not queued.
+ */
+typedef struct uct_gpumem_copy_iface {
+    uct_base_iface_t             super;
+    uct_gpumem_copy_iface_addr_t id;
+    uct_gpumem_context_t         *context;
+    ucs_mpool_t                  op_mp;
+    ucs_queue_head_t             queue;
+    int                          fenced;   /* Next short/bcopy waits for the
+                                              queue's bytes */
+    void                         *bounce;  /* seg_size bytes */
+    struct {
+        size_t                   seg_size;
+        unsigned                 max_poll;
+        double                   bandwidth;
+        double                   latency;
+        double                   overhead;
+    } config;
+} uct_gpumem_copy_iface_t;
+
+
+extern uct_tl_t uct_gpumem_copy_tl;
+
+
+/**
+ * Copy @a length bytes from @a src to @a dst (each host memory or device
+ * memory of this process's GPUs) and return when they have landed.
+ */
+ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
+                                             void *dst, const void *src,
+                                             size_t length);
+
+/**
+ * Queue a copy of @a length bytes; UCS_OK when it completed at once,
+ * UCS_INPROGRESS when @a comp will be called (@a ep counts it until then).
+ */
+ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
+                                        struct uct_gpumem_copy_ep *ep,
+                                        void *dst, const void *src,
+                                        size_t length, uct_completion_t *comp);
+
+/**
+ * A flush: UCS_OK when nothing of @a ep (of the whole interface if NULL) is
+ * outstanding, UCS_INPROGRESS otherwise, and then @a comp, if given, is
+ * called once what was posted before has completed.
+ */
+ucs_status_t uct_gpumem_copy_iface_flush_queue(uct_gpumem_copy_iface_t *iface,
+                                               struct uct_gpumem_copy_ep *ep,
+                                               uct_completion_t *comp);
+
+/* The ep goes away: its queued operations still run and complete */
+void uct_gpumem_copy_iface_ep_gone(uct_gpumem_copy_iface_t *iface,
+                                   struct uct_gpumem_copy_ep *ep);
+
+#endif

@@ -1,0 +1,89 @@
+/**
+ * gpumem tests: what the copy transport's tests share.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "copy_test.h"
+
+#include <cstdlib>
+
+
+void copy_test::SetUp()
+{
+    char tmpl[] = "/tmp/gpumem_copy.XXXXXX";
+
+    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+    m_shm_dir = tmpl;
+    setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
+    setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+
+    ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
+    m_malloc = (decltype(m_malloc))gpumem_test::plugin_symbol(
+            "gpumem_device_malloc");
+    m_free   = (decltype(m_free))gpumem_test::plugin_symbol(
+            "gpumem_device_free");
+    m_memcpy = (decltype(m_memcpy))gpumem_test::plugin_symbol(
+            "gpumem_device_memcpy");
+    m_set    = (decltype(m_set))gpumem_test::plugin_symbol(
+            "gpumem_device_set");
+    m_query  = (decltype(m_query))gpumem_test::plugin_symbol(
+            "gpumem_device_query");
+    ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) &&
+                (m_memcpy != NULL) && (m_set != NULL) && (m_query != NULL));
+}
+
+void copy_test::TearDown()
+{
+    unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
+    unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
+    /* Everything closed and freed: the machine's state is gone */
+    EXPECT_EQ(0, system(("rmdir " + m_shm_dir).c_str()))
+            << "emu state left in " << m_shm_dir;
+}
+
+void *copy_test::device_alloc(size_t size, int gpu)
+{
+    void *ptr = NULL;
+
+    EXPECT_EQ(0, m_set(gpu));
+    EXPECT_EQ(0, m_malloc(&ptr, size));
+    EXPECT_EQ(0, m_set(0));
+    return ptr;
+}
+
+void copy_test::device_free(void *ptr)
+{
+    EXPECT_EQ(0, m_free(ptr));
+}
+
+void copy_test::to_device(void *dst, const std::string &data)
+{
+    ASSERT_EQ(0, m_memcpy(dst, data.data(), data.size()));
+}
+
+std::string copy_test::from_device(const void *src, size_t size)
+{
+    std::string data(size, '\0');
+
+    EXPECT_EQ(0, m_memcpy(&data[0], src, size));
+    return data;
+}
+
+bool copy_test::is_device(const void *ptr)
+{
+    gpumem_pointer_attr_t attr;
+
+    return (m_query(ptr, &attr) == 0) && attr.is_device;
+}
+
+std::string copy_test::pattern(size_t size, unsigned seed)
+{
+    std::string data(size, '\0');
+    size_t i;
+
+    for (i = 0; i < size; ++i) {
+        data[i] = (char)((i * 131) + (i >> 9) + (seed * 17) + 1);
+    }
+    return data;
+}

@@ -1,0 +1,52 @@
+/**
+ * gpumem tests: what the copy transport's tests share: a fresh emu machine
+ * per test and the plugin's device memory calls to check bytes with.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_COPY_TEST_H_
+#define GPUMEM_COPY_TEST_H_
+
+#include <common/gpumem_test.h>
+
+#include <gpumem/gpumem.h>
+
+#include <string>
+
+
+/**
+ * Each test runs on its own emu machine (a temporary shared state directory,
+ * 64 MiB per GPU), set in the environment so that every reader of the
+ * UCX_GPUMEM_* settings agrees: UCT's and UCP's memory domains and the
+ * device memory calls. The calls are the loaded plugin's: the test binary's
+ * own copy of them would open a second emu driver, whose device addresses
+ * the plugin's would not know.
+ */
+class copy_test : public testing::Test {
+protected:
+    virtual void SetUp();
+    virtual void TearDown();
+
+    /* @a size bytes of device memory on GPU @a gpu */
+    void *device_alloc(size_t size, int gpu = 0);
+    void device_free(void *ptr);
+
+    void to_device(void *dst, const std::string &data);
+    std::string from_device(const void *src, size_t size);
+    bool is_device(const void *ptr);
+
+    /* Bytes that differ from one @a seed to the next */
+    static std::string pattern(size_t size, unsigned seed);
+
+    std::string m_shm_dir;
+
+private:
+    decltype(&gpumem_device_malloc) m_malloc = NULL;
+    decltype(&gpumem_device_free)   m_free   = NULL;
+    decltype(&gpumem_device_memcpy) m_memcpy = NULL;
+    decltype(&gpumem_device_set)    m_set    = NULL;
+    decltype(&gpumem_device_query)  m_query  = NULL;
+};
+
+#endif
