@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: sets up a fresh machine, builds gpumem and shows its component
-# loaded into the installed UCX.
+# The main job: sets up a fresh machine, builds gpumem, shows it loaded into
+# the installed UCX, and runs the demo: two processes exchanging GPU buffers
+# through UCX (on the emu driver where no GPU is present), every byte
+# checked, then the same with Open MPI's pml ucx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,11 +10,30 @@ cd "$(dirname "$0")/.."
 ./contrib/build.sh
 
 plugin=$PWD/src/uct/gpumem/.libs/libuct_gpumem.so
+preload() { GPUMEM_PLUGIN=$plugin ./src/tools/gpumem-preload "$@"; }
+
 echo
-echo "== ucx_info -d with the gpumem plugin loaded =="
-GPUMEM_PLUGIN=$plugin ./src/tools/gpumem-preload ucx_info -d |
-    awk '/^# Memory domain: gpumem/ { show = 1 } show && /^#$|connection manager/ { exit } show'
+echo "== gpumem in UCX (ucx_info -d) =="
+preload ucx_info -d |
+    awk '/^# Memory domain: gpumem/ { show = 1 }
+         /^# Memory domain:/ && !/gpumem/ { show = 0 }
+         /connection manager/ { next }
+         show'
+
 echo
-echo "== gpumem configuration (ucx_info -c) =="
-GPUMEM_PLUGIN=$plugin ./src/tools/gpumem-preload ucx_info -c -f |
-    grep -B1 -A0 '^UCX_GPUMEM_' || echo "(no UCX_GPUMEM_ variables)"
+echo "== the emulated GPUs, who reaches whom and why (gpumem_topo --emu) =="
+./src/tools/gpumem_topo --emu
+
+echo
+echo "== two processes exchange GPU buffers through UCX =="
+UCX_TLS=posix,cma,gpumemcpy ./examples/gpumem_demo 4m 5
+
+if [ -x examples/gpumem_mpi_pingpong ]; then
+    echo
+    echo "== the same with Open MPI (pml ucx), 2 ranks =="
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any \
+        --mca pml_ucx_devices any --mca btl ^openib \
+        -x UCX_TLS=posix,cma,gpumemcpy -x LD_PRELOAD="$plugin" \
+        ./examples/gpumem_mpi_pingpong 4m 10
+fi

@@ -9,6 +9,7 @@
 #  include "config.h"
 #endif
 
+#include <uct/gpumem/driver/emu/emu.h>
 #include <uct/gpumem/topo/topo.h>
 
 #include <ucs/debug/log_def.h>
@@ -42,6 +43,7 @@ typedef struct gpumem_topo_tool_opts {
     const char                *save_facts_path;
     gpumem_topo_tool_format_t format;
     unsigned                  flags;
+    int                       emu;   /* The emu driver's machine */
 } gpumem_topo_tool_opts_t;
 
 
@@ -78,6 +80,10 @@ static void gpumem_topo_tool_usage(FILE *stream)
             "  --assume           count facts that cannot be read as "
             "favourable, and\n"
             "                     list each such assumption\n"
+            "  --emu              the emu driver's machine (a software GPU):"
+            " its built-in\n"
+            "                     machine, or the GPUs of --xml, with the "
+            "emulated facts\n"
             "  --help             print this help and exit\n"
             "\n"
             "Exit status: 0 on success, 1 when the topology cannot be "
@@ -134,6 +140,7 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
         OPT_JSON,
         OPT_DOT,
         OPT_ASSUME,
+        OPT_EMU,
         OPT_HELP
     };
     static const struct option long_opts[] = {
@@ -144,6 +151,7 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
         {"json",       no_argument,       NULL, OPT_JSON},
         {"dot",        no_argument,       NULL, OPT_DOT},
         {"assume",     no_argument,       NULL, OPT_ASSUME},
+        {"emu",        no_argument,       NULL, OPT_EMU},
         {"help",       no_argument,       NULL, OPT_HELP},
         {NULL,         0,                 NULL, 0}
     };
@@ -177,6 +185,9 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
             break;
         case OPT_ASSUME:
             opts->flags |= GPUMEM_TOPO_ASSUME;
+            break;
+        case OPT_EMU:
+            opts->emu = 1;
             break;
         case OPT_HELP:
             gpumem_topo_tool_usage(stdout);
@@ -858,10 +869,26 @@ static void gpumem_topo_tool_dot(const gpumem_topo_tool_report_t *report)
 static int gpumem_topo_tool_load(const gpumem_topo_tool_opts_t *opts,
                                  gpumem_topo_t **topo_p)
 {
-    const gpumem_topo_params_t *params = &opts->params;
+    gpumem_topo_params_t params = opts->params;
+    gpumem_emu_config_t emu_config;
+    gpumem_driver_t *emu;
     ucs_status_t status;
 
-    status = gpumem_topo_load(params, topo_p);
+    if (opts->emu && (params.xml_path == NULL)) {
+        params.xml_buffer = gpumem_emu_builtin_topology;
+    }
+
+    status = gpumem_topo_load(&params, topo_p);
+    if ((status == UCS_OK) && opts->emu) {
+        /* The emulated GPUs' facts are the emu driver's to set */
+        memset(&emu_config, 0, sizeof(emu_config));
+        status = gpumem_emu_open(&emu_config, *topo_p, &emu);
+        if (status == UCS_OK) {
+            emu->ops->close(emu);
+        } else {
+            gpumem_topo_destroy(*topo_p);
+        }
+    }
     if (status == UCS_OK) {
         return 0;
     }
@@ -869,10 +896,10 @@ static int gpumem_topo_tool_load(const gpumem_topo_tool_opts_t *opts,
     if (!gpumem_topo_tool_error_logged) {
         fprintf(stderr, GPUMEM_TOPO_TOOL_NAME ": cannot load the topology "
                 "of %s%s%s: %s\n",
-                (params->xml_path != NULL) ? params->xml_path :
-                "this machine",
-                (params->facts_path != NULL) ? " with facts " : "",
-                (params->facts_path != NULL) ? params->facts_path : "",
+                (params.xml_path != NULL) ? params.xml_path :
+                opts->emu ? "the emu driver's machine" : "this machine",
+                (params.facts_path != NULL) ? " with facts " : "",
+                (params.facts_path != NULL) ? params.facts_path : "",
                 ucs_status_string(status));
     }
     return GPUMEM_TOPO_TOOL_EXIT_FAIL;

@@ -1,0 +1,132 @@
+/**
+ * gpumem MPI example: latency and bandwidth ping-pong of device buffers
+ * between two ranks, every byte checked. Device memory comes from gpumem.h;
+ * Open MPI's pml ucx hands the buffers to UCX, which moves them with the
+ * plugin's transports.
+ *
+ *   mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any \
+ *          --mca pml_ucx_devices any -x UCX_TLS=sm,self,gpumem_copy \
+ *          -x LD_PRELOAD=<libuct_gpumem.so> ./gpumem_mpi_pingpong [max] [iters]
+ *
+ * See file LICENSE for terms.
+ */
+
+#include <gpumem/gpumem.h>
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static void fill(unsigned char *bytes, size_t size, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < size; ++i) {
+        bytes[i] = (unsigned char)((i * 31) ^ seed ^ (i >> 11));
+    }
+}
+
+/* A size with an optional k, m or g suffix */
+static size_t parse_size(const char *str)
+{
+    char *end;
+    size_t size = strtoul(str, &end, 0);
+
+    switch (*end) {
+    case 'k': case 'K': return size << 10;
+    case 'm': case 'M': return size << 20;
+    case 'g': case 'G': return size << 30;
+    default:            return size;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    size_t max_size = (argc > 1) ? parse_size(argv[1]) : (1ul << 22);
+    int iters       = (argc > 2) ? atoi(argv[2]) : 20;
+    unsigned char *host, *expect;
+    int rank, size_ranks, count, i, errors = 0, all_errors;
+    double start, elapsed;
+    size_t size;
+    void *device;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_ranks);
+    if (size_ranks != 2) {
+        if (rank == 0) {
+            fprintf(stderr, "gpumem_mpi_pingpong: run with 2 ranks\n");
+        }
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+
+    /* Each rank on its own GPU where there are two */
+    if ((gpumem_device_count(&count) != 0) || (count == 0)) {
+        fprintf(stderr, "gpumem_mpi_pingpong: no GPU\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    gpumem_device_set(rank % count);
+
+    host   = malloc(max_size);
+    expect = malloc(max_size);
+    if ((host == NULL) || (expect == NULL) ||
+        (gpumem_device_malloc(&device, max_size) != 0)) {
+        fprintf(stderr, "gpumem_mpi_pingpong: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    if (rank == 0) {
+        printf("# %-10s %10s %14s %12s\n", "bytes", "iters", "latency (us)",
+               "MB/s");
+    }
+
+    for (size = 1; size <= max_size; size *= 4) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        start = MPI_Wtime();
+        for (i = 0; i < iters; ++i) {
+            fill(expect, size, (unsigned)(size * 7 + i));
+            if (rank == 0) {
+                gpumem_device_memcpy(device, expect, size);
+                MPI_Send(device, (int)size, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+                MPI_Recv(device, (int)size, MPI_BYTE, 1, 0, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(device, (int)size, MPI_BYTE, 0, 0, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            }
+
+            /* What arrived in device memory is checked byte by byte */
+            gpumem_device_memcpy(host, device, size);
+            if (memcmp(host, expect, size) != 0) {
+                fprintf(stderr, "rank %d: %zu bytes arrived wrong\n", rank,
+                        size);
+                ++errors;
+            }
+
+            if (rank == 1) {
+                MPI_Send(device, (int)size, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+            }
+        }
+        elapsed = MPI_Wtime() - start;
+        if (rank == 0) {
+            printf("  %-10zu %10d %14.2f %12.1f\n", size, iters,
+                   elapsed * 1e6 / (2.0 * iters),
+                   (2.0 * size * iters) / elapsed / 1e6);
+        }
+    }
+
+    MPI_Allreduce(&errors, &all_errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("gpumem_mpi_pingpong: %s (%d transfers wrong)\n",
+               all_errors ? "FAILED" : "passed, every byte checked",
+               all_errors);
+    }
+
+    gpumem_device_free(device);
+    free(expect);
+    free(host);
+    MPI_Finalize();
+    return all_errors ? 1 : 0;
+}
