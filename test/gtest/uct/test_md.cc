@@ -10,6 +10,7 @@
 extern "C" {
 #include <ucs/sys/topo/base/topo.h>
 #include <ucm/api/ucm.h>
+#include <ucs/memory/memtype_cache.h>
 }
 
 #include <cstring>
@@ -348,4 +349,51 @@ TEST_F(md, handler_added_later_learns_of_live_allocations) {
     EXPECT_EQ(address, events.allocs[0].first);
     EXPECT_EQ(live_length, events.allocs[0].second);
     EXPECT_EQ(0u, events.frees.size());
+}
+
+/* UCX's memory type cache (which UCP consults) follows the allocations:
+ * device memory is known at once, a freed range is forgotten, and a new
+ * allocation of another type at the same address is seen as that type */
+TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
+    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+    uct_allocated_memory_t cuda_mem, rocm_mem;
+    uct_mem_alloc_params_t params;
+    uct_md_config_t *rocm_config;
+    ucs_memory_info_t info;
+    size_t length = 1 << 20;
+    uct_md_h rocm_md;
+    void *address;
+
+    open();
+    address = alloc(&length, &cuda_mem);
+    ASSERT_EQ(UCS_OK, ucs_memtype_cache_lookup(address, length, &info));
+    EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, info.type);
+
+    uct_mem_free(&cuda_mem);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ucs_memtype_cache_lookup(address, length,
+                                                        &info));
+
+    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
+                                         &rocm_config));
+    ASSERT_EQ(UCS_OK, uct_config_modify(rocm_config, "MEM_TYPE", "rocm"));
+    ASSERT_EQ(UCS_OK, uct_config_modify(rocm_config, "EMU_SHM_DIR",
+                                        m_shm_dir.c_str()));
+    ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", rocm_config,
+                                  &rocm_md));
+    params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MDS;
+    params.mem_type   = UCS_MEMORY_TYPE_ROCM;
+    params.mds.mds    = &rocm_md;
+    params.mds.count  = 1;
+    ASSERT_EQ(UCS_OK, uct_mem_alloc(length, &method, 1, &params, &rocm_mem));
+
+    /* The emu hands the same device addresses out again */
+    EXPECT_EQ(address, rocm_mem.address);
+    ASSERT_EQ(UCS_OK, ucs_memtype_cache_lookup(rocm_mem.address, length,
+                                               &info));
+    EXPECT_EQ(UCS_MEMORY_TYPE_ROCM, info.type);
+
+    uct_mem_free(&rocm_mem);
+    uct_md_close(rocm_md);
+    uct_config_release(rocm_config);
 }
