@@ -290,13 +290,46 @@ static void gpumem_mapping_destroy(gpumem_mapping_t *mapping)
     ucs_free(mapping);
 }
 
+/* The first mapping of memory the GPU just took, and the first region over
+ * it at @a offset; on failure everything goes back, the memory included */
+static ucs_status_t gpumem_memory_map_first(gpumem_gpu_t *gpu,
+                                            gpumem_memory_t *memory,
+                                            unsigned map_flags, size_t offset,
+                                            size_t size, void *host,
+                                            int from_alloc,
+                                            gpumem_region_t **region_p)
+{
+    gpumem_mapping_t *mapping;
+    ucs_status_t status;
+
+    status = gpumem_mapping_create(gpu, memory, map_flags, &mapping);
+    if (status != UCS_OK) {
+        goto err_destroy_memory;
+    }
+
+    status = gpumem_region_create(mapping, mapping->va + offset, size, host,
+                                  from_alloc, region_p);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+
+    gpumem_memory_own(memory);
+    return UCS_OK;
+
+err_unmap:
+    gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+    gpumem_mapping_destroy(mapping);
+err_destroy_memory:
+    gpumem_memory_destroy(memory);
+    return status;
+}
+
 ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
                           unsigned flags, gpumem_region_t **region_p)
 {
     unsigned map_flags = (flags & GPUMEM_ALLOC_UNCACHED) ?
                          GPUMEM_DRIVER_MAP_UNCACHED : 0;
     size_t page_size, rounded;
-    gpumem_mapping_t *mapping;
     gpumem_memory_t *memory;
     ucs_status_t status;
     char name[GPUMEM_TOPO_PCI_STR_MAX];
@@ -349,23 +382,9 @@ ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
         }
     }
 
-    status = gpumem_mapping_create(gpu, memory, map_flags, &mapping);
-    if (status != UCS_OK) {
-        goto err_destroy_memory;
-    }
+    return gpumem_memory_map_first(gpu, memory, map_flags, 0, rounded,
+                                   memory->host, 1, region_p);
 
-    status = gpumem_region_create(mapping, mapping->va, rounded, memory->host,
-                                  1, region_p);
-    if (status != UCS_OK) {
-        goto err_unmap;
-    }
-
-    gpumem_memory_own(memory);
-    return UCS_OK;
-
-err_unmap:
-    gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
-    gpumem_mapping_destroy(mapping);
 err_destroy_memory:
     gpumem_memory_destroy(memory);
     return status;
@@ -378,7 +397,6 @@ ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
                              gpumem_region_t **region_p)
 {
     size_t page_size = ucs_get_page_size();
-    gpumem_mapping_t *mapping;
     gpumem_memory_t *memory;
     ucs_status_t status;
     uintptr_t start, end;
@@ -414,27 +432,8 @@ ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
         return status;
     }
 
-    status = gpumem_mapping_create(gpu, memory, 0, &mapping);
-    if (status != UCS_OK) {
-        goto err_destroy_memory;
-    }
-
-    status = gpumem_region_create(mapping,
-                                  mapping->va + ((uintptr_t)addr - start),
-                                  size, addr, 0, region_p);
-    if (status != UCS_OK) {
-        goto err_unmap;
-    }
-
-    gpumem_memory_own(memory);
-    return UCS_OK;
-
-err_unmap:
-    gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
-    gpumem_mapping_destroy(mapping);
-err_destroy_memory:
-    gpumem_memory_destroy(memory);
-    return status;
+    return gpumem_memory_map_first(gpu, memory, 0, (uintptr_t)addr - start,
+                                   size, addr, 0, region_p);
 }
 
 /* This GPU's mapping of @a memory, or NULL */
@@ -1126,6 +1125,34 @@ void *gpumem_region_host(const gpumem_region_t *region)
 gpumem_gpu_t *gpumem_region_gpu(const gpumem_region_t *region)
 {
     return region->gpu;
+}
+
+ucs_status_t gpumem_region_vram(gpumem_region_t *region,
+                                gpumem_driver_mem_t **vram_p,
+                                size_t *offset_p)
+{
+    gpumem_mapping_t *mapping;
+
+    gpumem_mem_global_lock();
+    mapping = gpumem_region_is_live(region) ? region->mapping : NULL;
+    gpumem_mem_global_unlock();
+    if (mapping == NULL) {
+        ucs_error("gpumem: VRAM of region %p, which was freed or whose GPU "
+                  "was released", region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (mapping->memory->type != GPUMEM_MEMORY_VRAM) {
+        ucs_error("gpumem: VRAM of region %p, which is system memory",
+                  region);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    /* A region lies within its mapping, which maps the memory from its
+     * first byte */
+    *vram_p   = mapping->memory->vram;
+    *offset_p = region->address - mapping->va;
+    return UCS_OK;
 }
 
 void gpumem_gpu_stats(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)
