@@ -6,7 +6,12 @@
 
 #include "ib_test.h"
 
+extern "C" {
+#include <ucs/config/global_opts.h>
+}
+
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -58,6 +63,30 @@ std::string ib_test_device(std::string *why_p)
 }
 
 
+std::string emu_env_set()
+{
+    char tmpl[] = "/tmp/gpumem_ib.XXXXXX";
+
+    if (mkdtemp(tmpl) == NULL) {
+        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
+        return "";
+    }
+    setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
+    setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+    return tmpl;
+}
+
+void emu_env_unset(const std::string &shm_dir)
+{
+    unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
+    unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
+    if (!shm_dir.empty()) {
+        EXPECT_EQ(0, rmdir(shm_dir.c_str()))
+                << "emu state left in " << shm_dir << ": " << strerror(errno);
+    }
+}
+
+
 void ib_md_test::SetUp()
 {
     std::string why;
@@ -75,6 +104,7 @@ void ib_md_test::SetUp()
     }
 
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL, &m_config));
+    m_shm_dir = emu_env_set();
 }
 
 void ib_md_test::open_md(const char *name, const char *value)
@@ -97,6 +127,9 @@ void ib_md_test::TearDown()
     if (m_config != NULL) {
         uct_config_release(m_config);
     }
+    if (!m_shm_dir.empty()) {
+        emu_env_unset(m_shm_dir);
+    }
 }
 
 ucs_status_t ib_md_test::reg_memory(const gpumem_reg_params_t &params,
@@ -106,6 +139,101 @@ ucs_status_t ib_md_test::reg_memory(const gpumem_reg_params_t &params,
             plugin_symbol("uct_gpumem_ib_mem_reg_memory");
 
     return (func == NULL) ? UCS_ERR_NO_ELEM : func(m_md, &params, memh_p);
+}
+
+
+driver_without_dmabuf::driver_without_dmabuf(uct_gpumem_context_t *context) :
+    m_driver(context->driver), m_saved(context->driver->ops),
+    m_ops(*context->driver->ops)
+{
+    m_ops.dmabuf_export = dmabuf_export;
+    m_driver->ops       = &m_ops;
+}
+
+driver_without_dmabuf::~driver_without_dmabuf()
+{
+    m_driver->ops = m_saved;
+}
+
+ucs_status_t driver_without_dmabuf::dmabuf_export(gpumem_driver_mem_t *,
+                                                  int *, size_t *)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+bool udmabuf_usable(std::string *why_p)
+{
+    if (access("/dev/udmabuf", R_OK | W_OK) != 0) {
+        *why_p = std::string("the emu driver exports no dma-buf here: "
+                             "/dev/udmabuf: ") + strerror(errno);
+        return false;
+    }
+    return true;
+}
+
+
+debug_log *debug_log::s_current = NULL;
+
+debug_log::debug_log() :
+    m_saved_level(ucs_global_opts.log_component.log_level)
+{
+    s_current                               = this;
+    ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_DEBUG;
+    ucs_log_push_handler(handler);
+}
+
+debug_log::~debug_log()
+{
+    ucs_log_pop_handler();
+    ucs_global_opts.log_component.log_level = m_saved_level;
+    s_current                               = NULL;
+}
+
+ucs_log_func_rc_t
+debug_log::handler(const char *, unsigned, const char *,
+                   ucs_log_level_t level, const ucs_log_component_config_t *,
+                   const char *message, va_list ap)
+{
+    char buf[2048];
+
+    if (s_current == NULL) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+
+    vsnprintf(buf, sizeof(buf), message, ap);
+    s_current->m_lines.push_back(buf);
+    if (getenv("GPUMEM_TEST_SHOW_LOG") != NULL) {
+        fprintf(stderr, "[captured %s] %s\n", ucs_log_level_names[level],
+                buf);
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+size_t debug_log::count(const std::vector<std::string> &words) const
+{
+    size_t n = 0;
+
+    for (const std::string &line : m_lines) {
+        size_t found = 0;
+        for (const std::string &word : words) {
+            found += (line.find(word) != std::string::npos) ? 1 : 0;
+        }
+        n += (found == words.size()) ? 1 : 0;
+    }
+    return n;
+}
+
+std::string debug_log::text() const
+{
+    std::string all;
+
+    for (const std::string &line : m_lines) {
+        if (line.find("gpumem") != std::string::npos) {
+            all += line + "\n";
+        }
+    }
+    return all.empty() ? "(no gpumem log line)\n" : all;
 }
 
 

@@ -1,11 +1,14 @@
 /**
  * gpumem tests: fixtures of the tests on a real RDMA device: the gpumem_ib
  * memory domain of the device under test, a dma-buf made by udmabuf, and a
- * pair of RC queue pairs connected to each other on that device.
+ * pair of RC queue pairs connected to each other on that device; and for
+ * device memory, a driver without dma-bufs and the debug log.
  *
  * The device is $UCX_GPUMEM_IB_TEST_DEVICE, else the first one verbs lists;
  * without any, the tests skip. On RoCE (soft-RoCE included) the queue pairs
  * address each other through GID index $GPUMEM_TEST_GID_INDEX, 1 by default.
+ * The domain's GPUs are the emu driver's, with their shared state in a
+ * directory of the test's own.
  *
  * See file LICENSE for terms.
  */
@@ -34,8 +37,17 @@ namespace gpumem_test {
 std::string ib_test_device(std::string *why_p);
 
 
+/* Points UCX_GPUMEM_EMU_SHM_DIR at a new directory, and VRAM at 64 MiB;
+ * returns the directory */
+std::string emu_env_set();
+
+/* Unsets what emu_env_set() set and removes the directory, which must be
+ * empty: the GPUs closed */
+void emu_env_unset(const std::string &shm_dir);
+
+
 /**
- * The gpumem_ib memory domain of the device under test.
+ * The gpumem_ib memory domain of the device under test, on emu GPUs.
  */
 class ib_md_test : public testing::Test {
 protected:
@@ -59,9 +71,62 @@ protected:
     }
 
     std::string     m_device;
+    std::string     m_shm_dir;
     uct_component_h m_component = NULL;
     uct_md_config_t *m_config   = NULL;
     uct_md_h        m_md        = NULL;
+};
+
+
+/**
+ * While alive, the driver of @a context exports no dma-buf, as on a kernel
+ * without /dev/udmabuf; everything else is the driver's own.
+ */
+class driver_without_dmabuf {
+public:
+    explicit driver_without_dmabuf(uct_gpumem_context_t *context);
+    ~driver_without_dmabuf();
+
+private:
+    static ucs_status_t dmabuf_export(gpumem_driver_mem_t *mem, int *fd_p,
+                                      size_t *offset_p);
+
+    gpumem_driver_t           *m_driver;
+    const gpumem_driver_ops_t *m_saved;
+    gpumem_driver_ops_t       m_ops;
+};
+
+
+/* Whether this process can make dma-bufs with /dev/udmabuf (root only in
+ * the VM); otherwise @a why_p says why not */
+bool udmabuf_usable(std::string *why_p);
+
+
+/**
+ * While alive, logs at debug level, and keeps the log lines of every level
+ * off the terminal (GPUMEM_TEST_SHOW_LOG=1 shows them as well).
+ */
+class debug_log {
+public:
+    debug_log();
+    ~debug_log();
+
+    /* How many lines contain every one of @a words. */
+    size_t count(const std::vector<std::string> &words) const;
+
+    /* All lines, for a failure message. */
+    std::string text() const;
+
+private:
+    static ucs_log_func_rc_t handler(const char *file, unsigned line,
+                                     const char *function,
+                                     ucs_log_level_t level,
+                                     const ucs_log_component_config_t *conf,
+                                     const char *message, va_list ap);
+
+    static debug_log         *s_current;
+    ucs_log_level_t          m_saved_level;
+    std::vector<std::string> m_lines;
 };
 
 

@@ -77,7 +77,9 @@ TEST_F(ib_md, query_advertises_registration_and_the_wire_size) {
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
     EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
-    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.reg_mem_types);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+              attr.cap.reg_mem_types) << "host and the GPUs' device memory";
+    EXPECT_EQ(0u, attr.cap.detect_mem_types) << "the gpumem domain detects";
     EXPECT_EQ((size_t)GPUMEM_REG_WIRE_SIZE, attr.rkey_packed_size);
     EXPECT_GT(attr.cap.max_reg, 0u);
 }

@@ -1,6 +1,7 @@
 /**
  * gpumem verbs: the "gpumem_ib" component, one memory domain per RDMA
- * device: open, query, register, deregister, pack and unpack remote keys.
+ * device: open, query, register host and device memory, deregister, pack
+ * and unpack remote keys.
  *
  * See file LICENSE for terms.
  */
@@ -12,6 +13,7 @@
 #include "ib_md.h"
 #include "ib_access.h"
 
+#include <uct/gpumem/gpumem_md.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -67,6 +69,20 @@ static ucs_config_field_t uct_gpumem_ib_md_config_table[] = {
      "             write's bytes say nothing of an earlier write's",
      ucs_offsetof(uct_gpumem_ib_md_config_t, order),
      UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_order_names)},
+
+    {"DEVICE_MEM_REG", "auto",
+     "How device memory of the process's gpumem GPUs is registered:\n"
+     " auto   - through the GPU driver's dma-buf of its memory where the\n"
+     "          driver exports one, else through the GPU's BAR window\n"
+     " dmabuf - through a dma-buf only\n"
+     " bar    - through the BAR window only\n"
+     "A device that refuses dma-bufs (soft-RoCE does) gets the BAR window\n"
+     "instead where the memory lies inside the BAR. Memory outside a BAR\n"
+     "smaller than the GPU's memory has only the dma-buf. The way taken is\n"
+     "logged at debug level; a registration with no way open is an error\n"
+     "that names why.",
+     ucs_offsetof(uct_gpumem_ib_md_config_t, device_mem_reg),
+     UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_device_reg_names)},
 
     {NULL}
 };
@@ -162,6 +178,9 @@ static ucs_status_t uct_gpumem_ib_md_query(uct_md_h uct_md,
     md_attr->cap.max_alloc        = 0;
     md_attr->cap.max_reg          = md->max_mr_size;
     md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    if (md->gpus != NULL) {
+        md_attr->cap.reg_mem_types |= UCS_BIT(md->device_mem_type);
+    }
     md_attr->cap.detect_mem_types = 0;
     md_attr->cap.alloc_mem_types  = 0;
     md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
@@ -173,21 +192,22 @@ static ucs_status_t uct_gpumem_ib_md_query(uct_md_h uct_md,
     return UCS_OK;
 }
 
-static ucs_status_t uct_gpumem_ib_md_register(uct_gpumem_ib_md_t *md,
-                                              const gpumem_reg_params_t *params,
-                                              uct_mem_h *memh_p)
+static ucs_status_t
+uct_gpumem_ib_md_register(uct_gpumem_ib_md_t *md,
+                          const uct_gpumem_ib_reg_params_t *params,
+                          uct_mem_h *memh_p)
 {
     uct_gpumem_ib_memh_t *memh;
     ucs_status_t status;
 
     memh = ucs_malloc(sizeof(*memh), "gpumem_ib_memh");
     if (memh == NULL) {
-        ucs_log(params->log_level, "gpumem: %s: failed to allocate a memory "
-                "handle", md->domain.name);
+        ucs_log(params->super.log_level, "gpumem: %s: failed to allocate a "
+                "memory handle", md->domain.name);
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = gpumem_reg_register(&md->domain, params, &memh->view);
+    status = gpumem_reg_register(&md->domain, &params->super, &memh->view);
     if (status != UCS_OK) {
         ucs_free(memh);
         return status;
@@ -197,20 +217,59 @@ static ucs_status_t uct_gpumem_ib_md_register(uct_gpumem_ib_md_t *md,
     return UCS_OK;
 }
 
+/* Device memory, registered the way UCX_GPUMEM_IB_DEVICE_MEM_REG and the
+ * driver allow, and named by its device address */
+static ucs_status_t
+uct_gpumem_ib_mem_reg_device(uct_gpumem_ib_md_t *md,
+                             uct_gpumem_ib_reg_params_t *params,
+                             void *address, size_t length,
+                             uct_mem_h *memh_p)
+{
+    ucs_status_t status;
+
+    status = uct_gpumem_ib_device_mem_open(&md->gpus_params,
+                                           md->device_mem_reg,
+                                           md->domain.name, address, length,
+                                           params->super.log_level,
+                                           &params->device,
+                                           &params->super.memory);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Made, the registration holds the device memory (ib_mr.c) */
+    params->host_iova = (uintptr_t)address;
+    status            = uct_gpumem_ib_md_register(md, params, memh_p);
+    uct_gpumem_ib_device_mem_registered(params->device);
+    if (status != UCS_OK) {
+        uct_gpumem_ib_device_mem_close(params->device);
+    }
+    return status;
+}
+
 static ucs_status_t uct_gpumem_ib_mem_reg(uct_md_h uct_md, void *address,
                                           size_t length, unsigned flags,
                                           uct_mem_h *memh_p)
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
-    gpumem_reg_params_t params;
+    uct_gpumem_ib_reg_params_t params;
 
-    params.memory.type         = GPUMEM_REG_MEMORY_HOST;
-    params.memory.host.address = address;
-    params.memory.host.length  = length;
-    params.access              = uct_gpumem_ib_access_from_uct_flags(
-                                         flags, md->max_access);
-    params.order               = md->order;
-    params.log_level           = uct_md_reg_log_lvl(flags);
+    params.super.access    = uct_gpumem_ib_access_from_uct_flags(
+                                     flags, md->max_access);
+    params.super.order     = md->order;
+    params.super.log_level = uct_md_reg_log_lvl(flags);
+
+    if ((md->gpus != NULL) &&
+        (uct_gpumem_context_find_gpu(md->gpus, address) >= 0)) {
+        return uct_gpumem_ib_mem_reg_device(md, &params, address, length,
+                                            memh_p);
+    }
+
+    params.super.memory.type         = GPUMEM_REG_MEMORY_HOST;
+    params.super.memory.host.address = address;
+    params.super.memory.host.length  = length;
+    params.host_iova                 = (uintptr_t)address;
+    params.device                    = NULL;
     return uct_gpumem_ib_md_register(md, &params, memh_p);
 }
 
@@ -219,15 +278,18 @@ ucs_status_t uct_gpumem_ib_mem_reg_memory(uct_md_h uct_md,
                                           uct_mem_h *memh_p)
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
-    gpumem_reg_params_t capped;
+    uct_gpumem_ib_reg_params_t capped;
 
-    capped = *params;
-    if (((unsigned)capped.access < GPUMEM_REG_ACCESS_LAST) &&
-        (capped.access > md->max_access)) {
+    capped.super     = *params;
+    capped.host_iova = (params->memory.type == GPUMEM_REG_MEMORY_HOST) ?
+                       (uintptr_t)params->memory.host.address : 0;
+    capped.device    = NULL;
+    if (((unsigned)capped.super.access < GPUMEM_REG_ACCESS_LAST) &&
+        (capped.super.access > md->max_access)) {
         ucs_debug("gpumem: %s: %s access asked, %s granted (MAX_ACCESS)",
-                  md->domain.name, gpumem_reg_access_name(capped.access),
+                  md->domain.name, gpumem_reg_access_name(capped.super.access),
                   gpumem_reg_access_name(md->max_access));
-        capped.access = md->max_access;
+        capped.super.access = md->max_access;
     }
 
     return uct_gpumem_ib_md_register(md, &capped, memh_p);
@@ -305,6 +367,47 @@ uct_gpumem_ib_rkey_release(uct_component_t UCS_V_UNUSED *component,
     return UCS_OK;
 }
 
+/* The process's GPUs, whose device memory the domain registers, as the
+ * gpumem memory domain's settings (UCX_GPUMEM_*) select them: every user of
+ * them shares one driver. Without them the domain registers host memory. */
+static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
+{
+    uct_gpumem_md_config_t *gpus_config;
+    ucs_status_t status;
+
+    status = uct_md_config_read(&uct_gpumem_component, NULL, NULL,
+                                &md->gpus_config);
+    if (status != UCS_OK) {
+        ucs_diag("gpumem: %s: registers host memory only: the GPUs' settings "
+                 "(UCX_GPUMEM_*) cannot be read: %s", md->domain.name,
+                 ucs_status_string(status));
+        md->gpus_config = NULL;
+        return;
+    }
+
+    gpus_config = ucs_derived_of(md->gpus_config, uct_gpumem_md_config_t);
+    uct_gpumem_md_context_params(gpus_config, &md->gpus_params);
+    md->device_mem_type = gpus_config->mem_type;
+
+    status = uct_gpumem_context_get(&md->gpus_params, &md->gpus);
+    if (status != UCS_OK) {
+        ucs_diag("gpumem: %s: registers host memory only: the process's GPUs "
+                 "did not open: %s", md->domain.name,
+                 ucs_status_string(status));
+        md->gpus = NULL;
+    }
+}
+
+static void uct_gpumem_ib_md_close_gpus(uct_gpumem_ib_md_t *md)
+{
+    if (md->gpus != NULL) {
+        uct_gpumem_context_put(md->gpus);
+    }
+    if (md->gpus_config != NULL) {
+        uct_config_release(md->gpus_config);
+    }
+}
+
 static void uct_gpumem_ib_md_close(uct_md_h uct_md)
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
@@ -319,6 +422,12 @@ static void uct_gpumem_ib_md_close(uct_md_h uct_md)
     }
 
     ibv_close_device(md->context);
+
+    /* The device no longer reaches any memory: what the registrations that
+     * failed to deregister held (windows on device memory) goes now */
+    uct_gpumem_ib_mr_cleanup(md);
+    uct_gpumem_ib_md_close_gpus(md);
+    pthread_mutex_destroy(&md->lock);
     ucs_free(md);
 }
 
@@ -430,6 +539,9 @@ uct_gpumem_ib_md_open(uct_component_t *component, const char *md_name,
         return UCS_ERR_NO_MEMORY;
     }
 
+    pthread_mutex_init(&md->lock, NULL);
+    ucs_list_head_init(&md->mrs);
+
     status = uct_gpumem_ib_md_open_device(md, dev_name);
     if (status != UCS_OK) {
         goto err_free;
@@ -443,9 +555,12 @@ uct_gpumem_ib_md_open(uct_component_t *component, const char *md_name,
 
     md->max_access           = (gpumem_reg_access_t)md_config->max_access;
     md->order                = (gpumem_reg_order_t)md_config->order;
+    md->device_mem_reg       = (uct_gpumem_ib_device_reg_t)
+                               md_config->device_mem_reg;
     md->dmabuf_fallback_said = 0;
     md->super.ops            = &uct_gpumem_ib_md_ops;
     md->super.component      = component;
+    uct_gpumem_ib_md_open_gpus(md);
     *md_p                    = &md->super;
     return UCS_OK;
 
@@ -453,6 +568,7 @@ err_close_device:
     ibv_dealloc_pd(md->pd);
     ibv_close_device(md->context);
 err_free:
+    pthread_mutex_destroy(&md->lock);
     ucs_free(md);
     return status;
 }

@@ -8,9 +8,12 @@
 #ifndef UCT_GPUMEM_IB_MD_H_
 #define UCT_GPUMEM_IB_MD_H_
 
+#include "ib_device.h"
+
 #include <uct/base/uct_md.h>
 #include <uct/gpumem/reg/reg.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 
 BEGIN_C_DECLS
 
@@ -25,6 +28,8 @@ typedef struct uct_gpumem_ib_md_config {
     unsigned        max_access;  /* gpumem_reg_access_t: the most that
                                     peers may do */
     unsigned        order;       /* gpumem_reg_order_t of registrations */
+    unsigned        device_mem_reg; /* uct_gpumem_ib_device_reg_t: how
+                                       device memory is registered */
 } uct_gpumem_ib_md_config_t;
 
 
@@ -32,16 +37,32 @@ typedef struct uct_gpumem_ib_md_config {
  * gpumem verbs memory domain: one device, one protection domain.
  */
 typedef struct uct_gpumem_ib_md {
-    uct_md_t            super;
-    struct ibv_context  *context;
-    struct ibv_pd       *pd;
-    gpumem_reg_domain_t domain;
-    gpumem_reg_access_t max_access;
-    gpumem_reg_order_t  order;
-    uint64_t            max_mr_size;
-    volatile uint32_t   dmabuf_fallback_said;  /* The one log line on
-                                                  registering a dma-buf
-                                                  through its host pages */
+    uct_md_t                    super;
+    struct ibv_context          *context;
+    struct ibv_pd               *pd;
+    gpumem_reg_domain_t         domain;
+    gpumem_reg_access_t         max_access;
+    gpumem_reg_order_t          order;
+    uint64_t                    max_mr_size;
+    volatile uint32_t           dmabuf_fallback_said;  /* The one log line on
+                                                          registering a
+                                                          dma-buf through its
+                                                          host pages */
+
+    /* Device memory: the process's GPUs as the gpumem memory domain's
+     * settings (UCX_GPUMEM_*) select them, or NULL where they did not
+     * open */
+    uct_gpumem_context_t        *gpus;
+    uct_md_config_t             *gpus_config;   /* Holds the strings of
+                                                   gpus_params */
+    uct_gpumem_context_params_t gpus_params;
+    ucs_memory_type_t           device_mem_type;
+    uct_gpumem_ib_device_reg_t  device_mem_reg;
+
+    pthread_mutex_t             lock;  /* Protects mrs */
+    ucs_list_link_t             mrs;   /* The verbs driver's registrations
+                                          (ib_mr.c), those that failed to
+                                          deregister included */
 } uct_gpumem_ib_md_t;
 
 
@@ -53,10 +74,33 @@ typedef struct uct_gpumem_ib_memh {
 } uct_gpumem_ib_memh_t;
 
 
+/**
+ * What this component's registrations hand their verbs driver (ib_mr.c):
+ * the domain's parameters, the address by which the device names host pages
+ * (a device address for the BAR window of GPU memory; the pages' own
+ * address otherwise), and the device memory they cover. gpumem_reg_register()
+ * passes its parameters on to the driver as given, so every registration of
+ * the component goes through it with one of these.
+ */
+typedef struct uct_gpumem_ib_reg_params {
+    gpumem_reg_params_t        super;
+    uint64_t                   host_iova;
+    uct_gpumem_ib_device_mem_t *device;  /* Device memory, which the
+                                            registration holds once made
+                                            until the device no longer
+                                            reaches it; NULL for host
+                                            memory */
+} uct_gpumem_ib_reg_params_t;
+
+
 extern uct_component_t uct_gpumem_ib_component;
 
 /* The driver below each domain: verbs (ib_mr.c) */
 extern const gpumem_reg_ops_t uct_gpumem_ib_reg_ops;
+
+/* Once the device is closed, which releases what failed to deregister:
+ * give back what those registrations held */
+void uct_gpumem_ib_mr_cleanup(uct_gpumem_ib_md_t *md);
 
 
 /**

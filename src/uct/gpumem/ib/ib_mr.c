@@ -1,7 +1,8 @@
 /**
  * gpumem verbs: the driver below a registration domain: ibv_reg_mr for host
- * pages, ibv_reg_dmabuf_mr for a dma-buf with the host pages as the way in
- * when the device refuses it, ibv_dereg_mr.
+ * pages (under another address for a GPU's BAR window), ibv_reg_dmabuf_mr
+ * for a dma-buf with the host pages as the way in when the device refuses
+ * it, ibv_dereg_mr.
  *
  * See file LICENSE for terms.
  */
@@ -15,6 +16,7 @@
 
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,10 +27,21 @@
 #define UCT_GPUMEM_IB_CALL_MAX    160
 
 
+/**
+ * A registration as the verbs driver keeps it: the domain's handle.
+ */
+typedef struct uct_gpumem_ib_mr {
+    struct ibv_mr              *ibv_mr;
+    uct_gpumem_ib_device_mem_t *device;  /* Device memory the device may
+                                            reach while registered, or
+                                            NULL */
+    ucs_list_link_t            list;     /* In md->mrs */
+} uct_gpumem_ib_mr_t;
+
+
 static void uct_gpumem_ib_mr_fill(const struct ibv_mr *mr, uint64_t address,
                                   void *host_address, gpumem_reg_mr_t *mr_p)
 {
-    mr_p->handle       = (void*)mr;
     mr_p->address      = address;
     mr_p->host_address = host_address;
     mr_p->lkey         = mr->lkey;
@@ -56,26 +69,30 @@ uct_gpumem_ib_mr_refused(const uct_gpumem_ib_md_t *md,
 
 static ucs_status_t
 uct_gpumem_ib_mr_register_host(uct_gpumem_ib_md_t *md,
-                               const gpumem_reg_params_t *params,
+                               const uct_gpumem_ib_reg_params_t *ib_params,
+                               struct ibv_mr **ibv_mr_p,
                                gpumem_reg_mr_t *mr_p)
 {
-    const gpumem_reg_host_t *host = &params->memory.host;
+    const gpumem_reg_params_t *params = &ib_params->super;
+    const gpumem_reg_host_t *host     = &params->memory.host;
     unsigned flags = uct_gpumem_ib_access_flags(params->access, params->order);
-    struct ibv_mr *mr;
-
     char call[UCT_GPUMEM_IB_CALL_MAX];
+    struct ibv_mr *mr;
     int err;
 
-    mr = ibv_reg_mr(md->pd, host->address, host->length, flags);
+    mr = ibv_reg_mr_iova(md->pd, host->address, host->length,
+                         ib_params->host_iova, flags);
     if (mr == NULL) {
         err = errno;
-        snprintf(call, sizeof(call), "ibv_reg_mr(address=%p, length=%zu)",
-                 host->address, host->length);
+        snprintf(call, sizeof(call), "ibv_reg_mr_iova(address=%p, "
+                 "length=%zu, iova=0x%" PRIx64 ")", host->address,
+                 host->length, ib_params->host_iova);
         return uct_gpumem_ib_mr_refused(md, params, call, host->length,
                                         flags, err, "");
     }
 
-    uct_gpumem_ib_mr_fill(mr, (uintptr_t)host->address, host->address, mr_p);
+    uct_gpumem_ib_mr_fill(mr, ib_params->host_iova, host->address, mr_p);
+    *ibv_mr_p = mr;
     return UCS_OK;
 }
 
@@ -111,6 +128,7 @@ static void uct_gpumem_ib_mr_say_fallback(uct_gpumem_ib_md_t *md, int err)
 static ucs_status_t
 uct_gpumem_ib_mr_register_dmabuf(uct_gpumem_ib_md_t *md,
                                  const gpumem_reg_params_t *params,
+                                 struct ibv_mr **ibv_mr_p,
                                  gpumem_reg_mr_t *mr_p)
 {
     const gpumem_reg_dmabuf_t *dmabuf = &params->memory.dmabuf;
@@ -122,6 +140,7 @@ uct_gpumem_ib_mr_register_dmabuf(uct_gpumem_ib_md_t *md,
     mr = uct_gpumem_ib_reg_dmabuf_mr(md, dmabuf, flags);
     if (mr != NULL) {
         uct_gpumem_ib_mr_fill(mr, dmabuf->iova, dmabuf->host_address, mr_p);
+        *ibv_mr_p = mr;
         return UCS_OK;
     }
 
@@ -153,6 +172,7 @@ uct_gpumem_ib_mr_register_dmabuf(uct_gpumem_ib_md_t *md,
     }
 
     uct_gpumem_ib_mr_fill(mr, dmabuf->iova, dmabuf->host_address, mr_p);
+    *ibv_mr_p = mr;
     return UCS_OK;
 }
 
@@ -160,32 +180,80 @@ static ucs_status_t uct_gpumem_ib_mr_register(void *arg,
                                               const gpumem_reg_params_t *params,
                                               gpumem_reg_mr_t *mr_p)
 {
+    const uct_gpumem_ib_reg_params_t *ib_params =
+            ucs_derived_of(params, uct_gpumem_ib_reg_params_t);
     uct_gpumem_ib_md_t *md = arg;
+    uct_gpumem_ib_mr_t *mr;
+    ucs_status_t status;
 
-    if (params->memory.type == GPUMEM_REG_MEMORY_DMABUF) {
-        return uct_gpumem_ib_mr_register_dmabuf(md, params, mr_p);
+    mr = ucs_malloc(sizeof(*mr), "gpumem_ib_mr");
+    if (mr == NULL) {
+        ucs_log(params->log_level, "gpumem: %s: failed to allocate a "
+                "registration", md->domain.name);
+        return UCS_ERR_NO_MEMORY;
     }
 
-    return uct_gpumem_ib_mr_register_host(md, params, mr_p);
+    if (params->memory.type == GPUMEM_REG_MEMORY_DMABUF) {
+        status = uct_gpumem_ib_mr_register_dmabuf(md, params, &mr->ibv_mr,
+                                                  mr_p);
+    } else {
+        status = uct_gpumem_ib_mr_register_host(md, ib_params, &mr->ibv_mr,
+                                                mr_p);
+    }
+    if (status != UCS_OK) {
+        ucs_free(mr);
+        return status;
+    }
+
+    mr->device   = ib_params->device;
+    mr_p->handle = mr;
+    pthread_mutex_lock(&md->lock);
+    ucs_list_add_tail(&md->mrs, &mr->list);
+    pthread_mutex_unlock(&md->lock);
+    return UCS_OK;
+}
+
+/* The device no longer reaches the memory: what the registration held goes
+ * back */
+static void uct_gpumem_ib_mr_destroy(uct_gpumem_ib_mr_t *mr)
+{
+    if (mr->device != NULL) {
+        uct_gpumem_ib_device_mem_close(mr->device);
+    }
+    ucs_free(mr);
 }
 
 static ucs_status_t uct_gpumem_ib_mr_deregister(void *arg,
-                                                const gpumem_reg_mr_t *mr)
+                                                const gpumem_reg_mr_t *reg_mr)
 {
-    uct_gpumem_ib_md_t *md  = arg;
-    struct ibv_mr *ibv_mr   = mr->handle;
-    size_t length           = ibv_mr->length;
+    uct_gpumem_ib_md_t *md = arg;
+    uct_gpumem_ib_mr_t *mr = reg_mr->handle;
+    size_t length          = mr->ibv_mr->length;
     int ret;
 
-    ret = ibv_dereg_mr(ibv_mr);
+    ret = ibv_dereg_mr(mr->ibv_mr);
     if (ret != 0) {
         ucs_error("gpumem: %s: ibv_dereg_mr(address=0x%" PRIx64 ", length=%zu) "
-                  "failed: %s", md->domain.name, mr->address, length,
+                  "failed: %s", md->domain.name, reg_mr->address, length,
                   strerror(ret));
         return gpumem_reg_status_from_errno(ret);
     }
 
+    pthread_mutex_lock(&md->lock);
+    ucs_list_del(&mr->list);
+    pthread_mutex_unlock(&md->lock);
+    uct_gpumem_ib_mr_destroy(mr);
     return UCS_OK;
+}
+
+void uct_gpumem_ib_mr_cleanup(uct_gpumem_ib_md_t *md)
+{
+    uct_gpumem_ib_mr_t *mr, *tmp;
+
+    ucs_list_for_each_safe(mr, tmp, &md->mrs, list) {
+        ucs_list_del(&mr->list);
+        uct_gpumem_ib_mr_destroy(mr);
+    }
 }
 
 const gpumem_reg_ops_t uct_gpumem_ib_reg_ops = {

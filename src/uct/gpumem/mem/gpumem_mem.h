@@ -155,6 +155,21 @@ gpumem_kind_t gpumem_region_kind(const gpumem_region_t *region);
 void *gpumem_region_host(const gpumem_region_t *region);
 gpumem_gpu_t *gpumem_region_gpu(const gpumem_region_t *region);
 
+/**
+ * The VRAM behind a region of GPU memory (kinds GPU and BAR, and peer
+ * regions over them), and the offset in it of the region's first byte: what
+ * a client that reaches VRAM through the driver (its dma-buf export, its BAR
+ * window) names the memory by. The VRAM is the memory's: it goes back with
+ * the memory, so whoever reaches it must stop before the last free.
+ *
+ * @return UCS_ERR_UNSUPPORTED, logged, for system memory (kind HOST), which
+ *         has no VRAM; UCS_ERR_INVALID_PARAM, logged, for a region that was
+ *         freed or whose GPU was released.
+ */
+ucs_status_t gpumem_region_vram(gpumem_region_t *region,
+                                gpumem_driver_mem_t **vram_p,
+                                size_t *offset_p);
+
 
 /**
  * What the GPU holds now, for tests and diagnostics.

@@ -1,0 +1,370 @@
+/**
+ * gpumem tests: device memory for an RDMA device without the device: which
+ * way a registration takes (the driver's dma-buf or the GPU's BAR window),
+ * what it is to register, and why it is refused, on emu GPUs.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "ib_test.h"
+
+extern "C" {
+#include <uct/gpumem/gpumem_md.h>
+}
+
+#include <gpumem/gpumem.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+using gpumem_test::log_capture;
+
+
+/*
+ * The choice alone: a pure function of the setting and the facts.
+ */
+class ib_device_choice : public testing::Test {
+protected:
+    enum { MIB = 1 << 20 };
+
+    /* 4 KiB at @a vram_offset, a 16 MiB BAR, and the driver's export */
+    static uct_gpumem_ib_device_facts_t facts(ucs_status_t dmabuf,
+                                              uint64_t vram_offset) {
+        uct_gpumem_ib_device_facts_t f;
+
+        f.driver      = "emu";
+        f.dmabuf      = dmabuf;
+        f.vram_offset = vram_offset;
+        f.vram_size   = 4096;
+        f.bar_size    = 16 * MIB;
+        return f;
+    }
+
+    uct_gpumem_ib_device_way_t choose(uct_gpumem_ib_device_reg_t setting,
+                                      const uct_gpumem_ib_device_facts_t &f) {
+        char reason[512];
+        uct_gpumem_ib_device_way_t way;
+
+        way      = uct_gpumem_ib_device_choose(setting, &f, reason,
+                                               sizeof(reason));
+        m_reason = reason;
+        return way;
+    }
+
+    bool reason_has(const char *word) const {
+        return m_reason.find(word) != std::string::npos;
+    }
+
+    std::string m_reason;
+};
+
+
+TEST_F(ib_device_choice, auto_takes_the_dmabuf_wherever_the_memory_lies) {
+    for (uint64_t offset : {(uint64_t)0, (uint64_t)32 * MIB}) {
+        EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_DMABUF,
+                  choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
+                         facts(UCS_OK, offset)));
+        EXPECT_TRUE(reason_has("exports a dma-buf")) << m_reason;
+    }
+}
+
+TEST_F(ib_device_choice, auto_without_a_dmabuf_takes_the_bar_window) {
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
+                     facts(UCS_ERR_UNSUPPORTED, 16 * MIB - 4096)));
+    EXPECT_TRUE(reason_has("emu driver exports no dma-buf")) << m_reason;
+    EXPECT_TRUE(reason_has("within the GPU's BAR")) << m_reason;
+}
+
+TEST_F(ib_device_choice, auto_after_a_failed_export_takes_the_window) {
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
+                     facts(UCS_ERR_IO_ERROR, 0)));
+    EXPECT_TRUE(reason_has("dma-buf export failed")) << m_reason;
+    EXPECT_TRUE(reason_has(ucs_status_string(UCS_ERR_IO_ERROR))) << m_reason;
+}
+
+TEST_F(ib_device_choice, auto_without_either_names_both_reasons) {
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
+                     facts(UCS_ERR_UNSUPPORTED, 16 * MIB)));
+    EXPECT_TRUE(reason_has("exports no dma-buf")) << m_reason;
+    EXPECT_TRUE(reason_has("VRAM [0x1000000, +4096) lies outside the GPU's "
+                           "BAR, which reaches only the first 16777216 "
+                           "bytes")) << m_reason;
+}
+
+TEST_F(ib_device_choice, dmabuf_setting_never_takes_the_window) {
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_DMABUF,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_DMABUF, facts(UCS_OK, 0)));
+    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=dmabuf")) << m_reason;
+
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_DMABUF,
+                     facts(UCS_ERR_UNSUPPORTED, 0)));
+    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=dmabuf, but the emu "
+                           "driver exports no dma-buf")) << m_reason;
+}
+
+TEST_F(ib_device_choice, bar_setting_never_takes_the_dmabuf) {
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, facts(UCS_OK, 0)));
+    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=bar")) << m_reason;
+
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, facts(UCS_OK, 32 * MIB)));
+    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=bar, but VRAM "
+                           "[0x2000000, +4096) lies outside the GPU's BAR"))
+            << m_reason;
+}
+
+/* The window maps the memory whole: one byte past the BAR is outside, and
+ * no sum wraps */
+TEST_F(ib_device_choice, bar_bounds_are_whole_and_overflow_safe) {
+    uct_gpumem_ib_device_facts_t f = facts(UCS_ERR_UNSUPPORTED, 0);
+
+    f.vram_size = 16 * MIB;
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
+
+    f.vram_offset = 4096;
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
+
+    f.vram_offset = 4096;
+    f.vram_size   = SIZE_MAX;
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
+
+    f.vram_offset = UINT64_MAX;
+    f.vram_size   = 4096;
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
+              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
+}
+
+
+/*
+ * The preparation on emu GPUs, as the gpumem memory domain's settings
+ * (UCX_GPUMEM_*) select them: what is to be registered, and the refusals.
+ */
+class ib_device : public testing::Test {
+protected:
+    enum { MIB = 1 << 20 };
+
+    virtual void SetUp() {
+        m_shm_dir = gpumem_test::emu_env_set();
+        ASSERT_FALSE(m_shm_dir.empty());
+    }
+
+    virtual void TearDown() {
+        for (gpumem_region_t *region : m_regions) {
+            gpumem_free(gpumem_region_gpu(region), region);
+        }
+        if (m_context != NULL) {
+            uct_gpumem_context_put(m_context);
+        }
+        if (m_config != NULL) {
+            uct_config_release(m_config);
+        }
+        unsetenv("UCX_GPUMEM_EMU_BAR_SIZE");
+        gpumem_test::emu_env_unset(m_shm_dir);
+    }
+
+    /* The process's GPUs, with a BAR of @a bar_size (0: as large as VRAM) */
+    void open_gpus(const char *bar_size = "0") {
+        setenv("UCX_GPUMEM_EMU_BAR_SIZE", bar_size, 1);
+        ASSERT_EQ(UCS_OK, uct_md_config_read(&uct_gpumem_component, NULL,
+                                             NULL, &m_config));
+        uct_gpumem_md_context_params(
+                ucs_derived_of(m_config, uct_gpumem_md_config_t), &m_params);
+        ASSERT_EQ(UCS_OK, uct_gpumem_context_get(&m_params, &m_context));
+    }
+
+    void *alloc(gpumem_kind_t kind, size_t size) {
+        gpumem_region_t *region = NULL;
+
+        EXPECT_EQ(UCS_OK, gpumem_alloc(m_context->gpus[0], kind, size, 0,
+                                       &region));
+        if (region == NULL) {
+            return NULL;
+        }
+        m_regions.push_back(region);
+        return (void*)gpumem_region_address(region);
+    }
+
+    /* Prepares @a length bytes at @a address into m_mem and m_memory */
+    ucs_status_t open(uct_gpumem_ib_device_reg_t setting, void *address,
+                      size_t length) {
+        return uct_gpumem_ib_device_mem_open(&m_params, setting, "nic0",
+                                             address, length,
+                                             UCS_LOG_LEVEL_ERROR, &m_mem,
+                                             &m_memory);
+    }
+
+    /* What GPU @a kind memory of 4 KiB, prepared with the driver's own
+     * export or none, is registered through */
+    uct_gpumem_ib_device_way_t way(uct_gpumem_ib_device_reg_t setting,
+                                   gpumem_kind_t kind, bool dmabuf) {
+        std::unique_ptr<gpumem_test::driver_without_dmabuf> no_dmabuf;
+        uct_gpumem_ib_device_way_t way;
+        void *device = alloc(kind, 4096);
+
+        if (!dmabuf) {
+            no_dmabuf.reset(new gpumem_test::driver_without_dmabuf(m_context));
+        }
+        if ((device == NULL) || (open(setting, device, 4096) != UCS_OK)) {
+            return UCT_GPUMEM_IB_DEVICE_WAY_NONE;
+        }
+        way = m_mem->way;
+        uct_gpumem_ib_device_mem_close(m_mem);
+        return way;
+    }
+
+    /* Preparing @a length bytes at @a address is refused with @a status,
+     * giving everything back, with a line naming @a words */
+    void expect_refused(uct_gpumem_ib_device_reg_t setting, void *address,
+                        size_t length, ucs_status_t status,
+                        const std::vector<std::string> &words) {
+        unsigned refcount = m_context->refcount;
+        log_capture log;
+
+        m_mem = NULL;
+        EXPECT_EQ(status, open(setting, address, length));
+        EXPECT_TRUE(m_mem == NULL);
+        EXPECT_EQ(refcount, m_context->refcount) << "the reference went back";
+        EXPECT_EQ(1u, log.count(words)) << log.text();
+    }
+
+    std::string                   m_shm_dir;
+    uct_md_config_t               *m_config  = NULL;
+    uct_gpumem_context_params_t   m_params;
+    uct_gpumem_context_t          *m_context = NULL;
+    std::vector<gpumem_region_t*> m_regions;
+    uct_gpumem_ib_device_mem_t    *m_mem     = NULL;
+    gpumem_reg_memory_t           m_memory;
+};
+
+
+/* What a NIC would register is the window's host pages, holding the device
+ * memory's bytes; the preparation holds a reference on the GPUs until it
+ * ends */
+TEST_F(ib_device, bar_setting_registers_the_window_on_the_devices_bytes) {
+    unsigned refcount;
+    char *device;
+
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    device = (char*)alloc(GPUMEM_KIND_GPU, 65536);
+    ASSERT_TRUE(device != NULL);
+    ASSERT_EQ(0, gpumem_device_memcpy(device + 1000, "in VRAM", 7));
+
+    refcount = m_context->refcount;
+    ASSERT_EQ(UCS_OK, open(UCT_GPUMEM_IB_DEVICE_REG_BAR, device + 1000,
+                           4000));
+    EXPECT_EQ(refcount + 1, m_context->refcount);
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR, m_mem->way);
+    EXPECT_EQ(-1, m_mem->dmabuf_fd);
+    ASSERT_EQ(GPUMEM_REG_MEMORY_HOST, m_memory.type);
+    EXPECT_EQ(4000u, m_memory.host.length);
+    EXPECT_EQ((char*)m_mem->window + 1000, m_memory.host.address);
+    EXPECT_EQ(0, memcmp(m_memory.host.address, "in VRAM", 7));
+
+    uct_gpumem_ib_device_mem_close(m_mem);
+    EXPECT_EQ(refcount, m_context->refcount);
+}
+
+TEST_F(ib_device, auto_without_a_dmabuf_takes_the_bar_window) {
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+              way(UCT_GPUMEM_IB_DEVICE_REG_AUTO, GPUMEM_KIND_GPU, false));
+}
+
+/* Where the kernel has /dev/udmabuf, the emu exports the VRAM: a dma-buf at
+ * the memory's offset, named by its device address, with the window as the
+ * host mapping for a NIC that refuses dma-bufs */
+TEST_F(ib_device, auto_takes_the_drivers_dmabuf_with_the_window_as_fallback) {
+    std::string why;
+    char *device;
+
+    if (!gpumem_test::udmabuf_usable(&why)) {
+        GTEST_SKIP() << why;
+    }
+
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    device = (char*)alloc(GPUMEM_KIND_GPU, 65536);
+    ASSERT_TRUE(device != NULL);
+    ASSERT_EQ(UCS_OK, open(UCT_GPUMEM_IB_DEVICE_REG_AUTO, device + 4096,
+                           8192));
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_DMABUF, m_mem->way);
+    ASSERT_EQ(GPUMEM_REG_MEMORY_DMABUF, m_memory.type);
+    EXPECT_GE(m_memory.dmabuf.fd, 0);
+    EXPECT_EQ(4096, m_memory.dmabuf.offset);
+    EXPECT_EQ(8192, m_memory.dmabuf.bytes);
+    EXPECT_EQ((uintptr_t)device + 4096, m_memory.dmabuf.iova);
+    EXPECT_EQ((char*)m_mem->window + 4096, m_memory.dmabuf.host_address);
+
+    uct_gpumem_ib_device_mem_registered(m_mem);
+    EXPECT_EQ(-1, m_mem->dmabuf_fd);
+    uct_gpumem_ib_device_mem_close(m_mem);
+}
+
+TEST_F(ib_device, dmabuf_setting_without_a_dmabuf_is_unsupported_naming_why) {
+    void *device;
+
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    device = alloc(GPUMEM_KIND_GPU, 4096);
+
+    gpumem_test::driver_without_dmabuf no_dmabuf(m_context);
+    expect_refused(UCT_GPUMEM_IB_DEVICE_REG_DMABUF, device, 4096,
+                   UCS_ERR_UNSUPPORTED,
+                   {"nic0", "cannot register 4096 bytes of device memory",
+                    "UCX_GPUMEM_IB_DEVICE_MEM_REG=dmabuf, but the emu driver "
+                    "exports no dma-buf"});
+}
+
+/* UCX_GPUMEM_EMU_BAR_SIZE below the memory: GPU memory lies above the BAR,
+ * where only a dma-buf reaches it */
+TEST_F(ib_device, memory_outside_a_small_bar_without_dmabuf_is_refused) {
+    void *device;
+
+    ASSERT_NO_FATAL_FAILURE(open_gpus("16m"));
+    device = alloc(GPUMEM_KIND_GPU, 4096);
+
+    gpumem_test::driver_without_dmabuf no_dmabuf(m_context);
+    expect_refused(UCT_GPUMEM_IB_DEVICE_REG_AUTO, device, 4096,
+                   UCS_ERR_UNSUPPORTED,
+                   {"cannot register 4096 bytes of device memory",
+                    "the emu driver exports no dma-buf here, and VRAM",
+                    "lies outside the GPU's BAR, which reaches only the "
+                    "first 16777216 bytes"});
+    expect_refused(UCT_GPUMEM_IB_DEVICE_REG_BAR, device, 4096,
+                   UCS_ERR_UNSUPPORTED,
+                   {"UCX_GPUMEM_IB_DEVICE_MEM_REG=bar, but VRAM",
+                    "outside the GPU's BAR"});
+}
+
+/* BAR memory lies inside the small BAR, and takes the window */
+TEST_F(ib_device, bar_memory_inside_a_small_bar_takes_the_window) {
+    ASSERT_NO_FATAL_FAILURE(open_gpus("16m"));
+    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+              way(UCT_GPUMEM_IB_DEVICE_REG_AUTO, GPUMEM_KIND_BAR, false));
+}
+
+TEST_F(ib_device, bytes_past_the_allocation_are_an_invalid_address) {
+    char *device;
+
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    device = (char*)alloc(GPUMEM_KIND_GPU, 8192);
+    expect_refused(UCT_GPUMEM_IB_DEVICE_REG_AUTO, device + 4096, 4097,
+                   UCS_ERR_INVALID_ADDR,
+                   {"nic0", "cannot register 4097 bytes", "no allocation",
+                    "holds them whole"});
+}
+
+TEST_F(ib_device, system_memory_the_gpu_maps_is_refused_naming_it) {
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    expect_refused(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
+                   alloc(GPUMEM_KIND_HOST, 4096), 4096, UCS_ERR_UNSUPPORTED,
+                   {"system memory", "register its host address"});
+}
