@@ -14,6 +14,7 @@
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
+#include <string.h>
 
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_ep_t, const uct_ep_params_t *params)
@@ -23,8 +24,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_ep_t, const uct_ep_params_t *params)
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     if ((params->iface_addr == NULL) ||
-        (*(const uct_gpumem_copy_iface_addr_t*)params->iface_addr !=
-         iface->id)) {
+        memcmp(params->iface_addr, &iface->id, sizeof(iface->id))) {
         ucs_error("gpumemcpy: iface %p reaches only itself: its address is "
                   "0x%" PRIx64, iface, iface->id);
         return UCS_ERR_UNREACHABLE;

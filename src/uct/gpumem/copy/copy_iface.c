@@ -103,7 +103,8 @@ uct_gpumem_copy_iface_get_address(uct_iface_h tl_iface,
     uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                     uct_gpumem_copy_iface_t);
 
-    *(uct_gpumem_copy_iface_addr_t*)iface_addr = iface->id;
+    /* UCP packs addresses at any offset: no aligned store */
+    memcpy(iface_addr, &iface->id, sizeof(iface->id));
     return UCS_OK;
 }
 
@@ -118,7 +119,7 @@ static int uct_gpumem_copy_iface_is_reachable(
                                                     uct_gpumem_copy_iface_t);
 
     return (iface_addr != NULL) &&
-           (*(const uct_gpumem_copy_iface_addr_t*)iface_addr == iface->id);
+           !memcmp(iface_addr, &iface->id, sizeof(iface->id));
 }
 
 static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
