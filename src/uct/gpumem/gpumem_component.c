@@ -18,6 +18,7 @@
 #include "gpumem_md.h"
 #include "ib/ib_md.h"
 #include "copy/copy_iface.h"
+#include "ipc/ipc_iface.h"
 #include "base/gpumem_abi.h"
 
 #include <uct/base/uct_component.h>
@@ -26,7 +27,8 @@
 
 static uct_component_t *uct_gpumem_components[] = {
     &uct_gpumem_component,
-    &uct_gpumem_ib_component
+    &uct_gpumem_ib_component,
+    &uct_gpumem_ipc_component.super
 };
 
 /* The transports of the components, registered after them and removed
@@ -35,7 +37,8 @@ static const struct {
     uct_component_t *component;
     uct_tl_t        *tl;
 } uct_gpumem_tls[] = {
-    {&uct_gpumem_component, &uct_gpumem_copy_tl}
+    {&uct_gpumem_component, &uct_gpumem_copy_tl},
+    {&uct_gpumem_ipc_component.super, &uct_gpumem_ipc_tl}
 };
 
 static int uct_gpumem_components_registered = 0;

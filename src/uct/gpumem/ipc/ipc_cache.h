@@ -1,0 +1,112 @@
+/**
+ * gpumem IPC transport: the process's mappings of peers' device memory,
+ * shared by every key that names the same allocation.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCT_GPUMEM_IPC_CACHE_H_
+#define UCT_GPUMEM_IPC_CACHE_H_
+
+#include "ipc_key.h"
+
+#include <uct/gpumem/gpumem_context.h>
+
+BEGIN_C_DECLS
+
+/*
+ * The cache of one process. An entry maps one peer allocation, named by its
+ * export handle (never reused: the memory core's handles carry a
+ * generation), on the process's GPU when a key is unpacked and on any other
+ * GPU of the process at its first copy there. It stays, idle, once no key
+ * or copy uses it, so that the next key of that memory maps nothing. An
+ * entry goes:
+ * - when a key of a new allocation of the same owner overlaps its
+ *   addresses: the owner freed it and the address was reused;
+ * - when its owner process is gone;
+ * - past the limit of idle entries, the oldest first.
+ * Until then, the owner's free leaves the memory to this process's mapping.
+ */
+typedef struct uct_gpumem_ipc_cache       uct_gpumem_ipc_cache_t;
+typedef struct uct_gpumem_ipc_cache_entry uct_gpumem_ipc_cache_entry_t;
+
+
+/**
+ * What the process's IPC transport did and holds, for tests and diagnostics.
+ */
+typedef struct uct_gpumem_ipc_stats {
+    uint64_t unpacks;    /* Keys that came to the cache */
+    uint64_t hits;       /* ... whose memory was mapped already */
+    uint64_t imports;    /* Mappings made, on any GPU */
+    uint64_t stale;      /* Entries dropped: address reused or owner gone */
+    uint64_t evicted;    /* Idle entries dropped past the limit */
+    uint64_t entries;    /* Entries now */
+    uint64_t idle;       /* ... of which idle */
+    uint64_t puts;       /* Zero-copy operations posted */
+    uint64_t gets;
+    uint64_t bytes;      /* ... and the bytes they moved */
+} uct_gpumem_ipc_stats_t;
+
+
+/**
+ * The cache, mapping peers' memory for the process's GPU @a gpu first, on
+ * the GPUs the parameters open.
+ */
+ucs_status_t uct_gpumem_ipc_cache_create(
+        const uct_gpumem_context_params_t *params, unsigned gpu,
+        unsigned max_idle, uct_gpumem_ipc_cache_t **cache_p);
+
+/* Unmaps every entry; none is in use */
+void uct_gpumem_ipc_cache_destroy(uct_gpumem_ipc_cache_t *cache);
+
+uct_gpumem_context_t *uct_gpumem_ipc_cache_context(
+        const uct_gpumem_ipc_cache_t *cache);
+
+/* The process's GPU, where keys are mapped first */
+unsigned uct_gpumem_ipc_cache_gpu(const uct_gpumem_ipc_cache_t *cache);
+
+/* The machine's identity (uct_gpumem_ipc_machine_id) */
+uint64_t uct_gpumem_ipc_cache_machine(const uct_gpumem_ipc_cache_t *cache);
+
+/* The owner's GPU of the entry's memory */
+const gpumem_pci_addr_t *
+uct_gpumem_ipc_cache_entry_gpu(const uct_gpumem_ipc_cache_entry_t *entry);
+
+/**
+ * The entry of the memory @a key names, mapped on the process's GPU: an
+ * existing one, or a new one mapped now. The caller holds it until
+ * uct_gpumem_ipc_cache_put(). The memory core logs why an import fails.
+ */
+ucs_status_t uct_gpumem_ipc_cache_get(uct_gpumem_ipc_cache_t *cache,
+                                      const uct_gpumem_ipc_key_t *key,
+                                      uct_gpumem_ipc_cache_entry_t **entry_p);
+
+/* One more holder of an entry the caller holds */
+void uct_gpumem_ipc_cache_hold(uct_gpumem_ipc_cache_t *cache,
+                               uct_gpumem_ipc_cache_entry_t *entry);
+
+void uct_gpumem_ipc_cache_put(uct_gpumem_ipc_cache_t *cache,
+                              uct_gpumem_ipc_cache_entry_t *entry);
+
+/**
+ * The entry's memory as the process's GPU @a gpu maps it, mapped now if it
+ * is not yet: UCS_ERR_UNREACHABLE, with the reason logged once, where that
+ * GPU does not reach the owner's.
+ */
+ucs_status_t uct_gpumem_ipc_cache_map(uct_gpumem_ipc_cache_t *cache,
+                                      uct_gpumem_ipc_cache_entry_t *entry,
+                                      unsigned gpu,
+                                      gpumem_region_t **region_p);
+
+/* Counts a zero-copy operation of @a length bytes */
+void uct_gpumem_ipc_stats_count_op(int is_put, size_t length);
+
+/**
+ * The process's statistics. Counters grow from the plugin's load; entries
+ * and idle are those of the cache now (0 when none is open).
+ */
+void uct_gpumem_ipc_stats(uct_gpumem_ipc_stats_t *stats);
+
+END_C_DECLS
+
+#endif

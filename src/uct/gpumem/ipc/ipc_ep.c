@@ -1,0 +1,214 @@
+/**
+ * gpumem IPC transport: the endpoint's zero-copy operations. Each resolves
+ * the remote range through its key to the mapping of the peer's memory on
+ * the GPU that holds the local buffer, and gives the copy to that GPU's
+ * engine; completions come through the interface's progress.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ipc_ep.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+
+
+static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(params->iface,
+                                                   uct_gpumem_ipc_iface_t);
+    const uct_gpumem_ipc_iface_addr_t *addr;
+    char gpu_name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    if (!uct_gpumem_ipc_iface_reaches(iface, params->dev_addr,
+                                      params->iface_addr)) {
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    addr                   = (const uct_gpumem_ipc_iface_addr_t*)
+                             params->iface_addr;
+    self->peer_pid         = addr->pid;
+    self->peer_gpu.domain  = addr->gpu_domain;
+    self->peer_gpu.bus     = addr->gpu_bus;
+    self->peer_gpu.dev     = addr->gpu_dev;
+    self->peer_gpu.fn      = addr->gpu_fn;
+    self->outstanding      = 0;
+    ucs_debug("gpumemipc: ep %p to process %d on GPU %s", self,
+              self->peer_pid,
+              gpumem_pci_addr_str(&self->peer_gpu, gpu_name,
+                                  sizeof(gpu_name)));
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_ep_t)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(self->super.super.iface,
+                                                   uct_gpumem_ipc_iface_t);
+
+    /* What it posted lands and completes, counted by no ep */
+    if (self->outstanding > 0) {
+        uct_gpumem_ipc_iface_ep_gone(iface, self);
+    }
+}
+
+UCS_CLASS_DEFINE(uct_gpumem_ipc_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
+                          const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
+
+
+/* The remote range, which the key must give whole */
+static ucs_status_t
+uct_gpumem_ipc_ep_check_range(const uct_gpumem_ipc_rkey_t *key,
+                              uint64_t remote_addr, size_t length,
+                              const char *op_name)
+{
+    if ((remote_addr < key->address) || (length > key->length) ||
+        (remote_addr - key->address > key->length - length)) {
+        ucs_error("gpumemipc: %s of %zu bytes at 0x%lx: the remote key "
+                  "gives %zu bytes at 0x%lx", op_name, length,
+                  (unsigned long)remote_addr, key->length,
+                  (unsigned long)key->address);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                        uint64_t remote_addr, uct_rkey_t rkey,
+                        uct_completion_t *comp, int is_put)
+{
+    uct_gpumem_ipc_iface_t *iface   = ucs_derived_of(tl_ep->iface,
+                                                     uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_ep_t *ep         = ucs_derived_of(tl_ep,
+                                                     uct_gpumem_ipc_ep_t);
+    const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
+    const char *op_name             = is_put ? "put_zcopy" : "get_zcopy";
+    gpumem_region_t *mapping;
+    uint64_t local, mapped;
+    ucs_status_t status;
+    size_t length;
+    int gpu;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, 1ul, op_name);
+    if (iovcnt == 0) {
+        return UCS_OK;
+    }
+
+    UCT_CHECK_PARAM(iov[0].count <= 1, "gpumemipc: iov count %u: the "
+                    "buffer must be contiguous", iov[0].count);
+    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
+                    "remote key of gpumem_ipc", op_name);
+    length = uct_iov_get_length(iov);
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    status = uct_gpumem_ipc_ep_check_range(key, remote_addr, length,
+                                           op_name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* The engine of the GPU that holds the local buffer moves the bytes,
+     * through its own mapping of the peer's memory */
+    gpu = uct_gpumem_context_find_gpu(iface->md->context, iov[0].buffer);
+    if (gpu < 0) {
+        ucs_error("gpumemipc: %s of %zu bytes at %p: not device memory of "
+                  "this process", op_name, length, iov[0].buffer);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    status = uct_gpumem_ipc_cache_map(iface->md->cache, key->entry, gpu,
+                                      &mapping);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    local  = (uintptr_t)iov[0].buffer;
+    mapped = gpumem_region_address(mapping) +
+             (remote_addr - key->alloc_address);
+    if (is_put) {
+        UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY, length);
+        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, mapped, 1, local, 1,
+                                           length, key->entry, comp);
+    } else {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY, length);
+        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, local, 1, mapped, 1,
+                                           length, key->entry, comp);
+    }
+
+    if (!UCS_STATUS_IS_ERR(status)) {
+        uct_gpumem_ipc_stats_count_op(is_put, length);
+    }
+    ucs_trace_data("gpumemipc %s %zu bytes %s 0x%lx of process %d: %s",
+                   op_name, length, is_put ? "to" : "from",
+                   (unsigned long)remote_addr, ep->peer_pid,
+                   ucs_status_string(status));
+    return status;
+}
+
+ucs_status_t uct_gpumem_ipc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                         size_t iovcnt, uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    return uct_gpumem_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                   comp, 1);
+}
+
+ucs_status_t uct_gpumem_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                         size_t iovcnt, uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    return uct_gpumem_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                   comp, 0);
+}
+
+/* A copy given to the engine is not cancelled: with UCT_FLUSH_FLAG_CANCEL
+ * too, a flush waits for it */
+ucs_status_t uct_gpumem_ipc_ep_flush(uct_ep_h tl_ep,
+                                     unsigned UCS_V_UNUSED flags,
+                                     uct_completion_t *comp)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                   uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_ep_t *ep       = ucs_derived_of(tl_ep,
+                                                   uct_gpumem_ipc_ep_t);
+    ucs_status_t status;
+
+    if (ep->outstanding == 0) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    status = uct_gpumem_ipc_iface_flush_wait(iface, comp);
+    if (status == UCS_INPROGRESS) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    }
+    return status;
+}
+
+/* The copies run side by side: those posted after a fence start once the
+ * bytes of those before it landed */
+ucs_status_t uct_gpumem_ipc_ep_fence(uct_ep_h tl_ep,
+                                     unsigned UCS_V_UNUSED flags)
+{
+    uct_gpumem_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_ipc_ep_t);
+
+    if (ep->outstanding > 0) {
+        uct_gpumem_ipc_iface_drain(ucs_derived_of(tl_ep->iface,
+                                                  uct_gpumem_ipc_iface_t));
+    }
+    UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}

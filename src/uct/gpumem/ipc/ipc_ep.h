@@ -1,0 +1,44 @@
+/**
+ * gpumem IPC transport: the endpoint to a process of the machine whose GPU
+ * this process's GPU reaches.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCT_GPUMEM_IPC_EP_H_
+#define UCT_GPUMEM_IPC_EP_H_
+
+#include "ipc_iface.h"
+
+#include <ucs/type/class.h>
+
+
+typedef struct uct_gpumem_ipc_ep {
+    uct_base_ep_t     super;
+    pid_t             peer_pid;
+    gpumem_pci_addr_t peer_gpu;
+    unsigned          outstanding;   /* Its copies not completed */
+} uct_gpumem_ipc_ep_t;
+
+
+UCS_CLASS_DECLARE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
+                           const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
+
+
+ucs_status_t uct_gpumem_ipc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                         size_t iovcnt, uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp);
+
+ucs_status_t uct_gpumem_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                         size_t iovcnt, uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp);
+
+ucs_status_t uct_gpumem_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                     uct_completion_t *comp);
+
+ucs_status_t uct_gpumem_ipc_ep_fence(uct_ep_h tl_ep, unsigned flags);
+
+#endif

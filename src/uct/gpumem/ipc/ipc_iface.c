@@ -1,0 +1,649 @@
+/**
+ * gpumem IPC transport: the interface: its device, addresses, reachability
+ * and estimates, and the copies it runs on the GPUs' copy engines.
+ *
+ * One device serves the process, whose GPU (UCX_GPUMEM_ALLOC_GPU, as
+ * CUDA's current device) is the one its address names: a peer is reached
+ * when it is of this machine and user and the topology says that this GPU
+ * maps the memory of the peer's. Each copy runs on the engine of the GPU
+ * that holds its local buffer.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ipc_iface.h"
+#include "ipc_ep.h"
+
+#include <uct/api/v2/uct_v2.h>
+#include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
+#include <ucs/time/time.h>
+#include <ucs/type/class.h>
+#include <string.h>
+#include <unistd.h>
+
+
+/* Keys of the refusals logged once that are not of a pair of GPUs */
+#define UCT_GPUMEM_IPC_LOG_OTHER_MACHINE  UCS_BIT(63)
+#define UCT_GPUMEM_IPC_LOG_OTHER_USER     UCS_BIT(62)
+
+
+static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_gpumem_ipc_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"MAX_POLL", "16",
+     "Most completions one progress call gives.",
+     ucs_offsetof(uct_gpumem_ipc_iface_config_t, max_poll),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"BW", "auto",
+     "Bandwidth UCP expects of a copy to or from a peer's GPU memory. auto:\n"
+     "by the topology, from the process's GPU to the nearest GPU it reaches:\n"
+     "40 GB/s over a fabric (NVLink, NVSwitch, XGMI), 12 GB/s through a PCIe\n"
+     "switch, 10 GB/s through one host bridge, 6 GB/s across host bridges,\n"
+     "3 GB/s across sockets, 200 GB/s within the same GPU.",
+     ucs_offsetof(uct_gpumem_ipc_iface_config_t, bandwidth),
+     UCS_CONFIG_TYPE_BW},
+
+    {"LATENCY", "auto",
+     "Time UCP expects a copy of a few bytes to take. auto: by the topology,\n"
+     "as BW: 1.5us over a fabric, 2us through a PCIe switch, 2.5us through a\n"
+     "host bridge, 3us across host bridges, 4us across sockets, 1us within\n"
+     "the same GPU.",
+     ucs_offsetof(uct_gpumem_ipc_iface_config_t, latency),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
+    {"OVERHEAD", "200ns",
+     "CPU time UCP expects posting a copy to take: finding the peer's\n"
+     "mapping and starting the engine.",
+     ucs_offsetof(uct_gpumem_ipc_iface_config_t, overhead),
+     UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+
+static ucs_status_t
+uct_gpumem_ipc_query_devices(uct_md_h uct_md,
+                             uct_tl_device_resource_t **tl_devices_p,
+                             unsigned *num_tl_devices_p)
+{
+    uct_gpumem_ipc_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
+
+    /* No GPU, no peer memory to map: UCP then closes the memory domain */
+    if (md->context->num_gpus == 0) {
+        *tl_devices_p     = NULL;
+        *num_tl_devices_p = 0;
+        return UCS_OK;
+    }
+
+    /* Shared memory between the processes of a machine, as cuda_ipc's */
+    return uct_single_device_resource(uct_md, UCT_GPUMEM_IPC_DEV_NAME,
+                                      UCT_DEVICE_TYPE_SHM,
+                                      md->context->sys_devs[md->gpu],
+                                      tl_devices_p, num_tl_devices_p);
+}
+
+static uct_gpumem_context_t *
+uct_gpumem_ipc_iface_context(uct_gpumem_ipc_iface_t *iface)
+{
+    return iface->md->context;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_iface_get_device_address(uct_iface_h tl_iface,
+                                        uct_device_addr_t *dev_addr)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_device_addr_t machine;
+
+    /* UCP packs addresses at any alignment */
+    machine = uct_gpumem_ipc_cache_machine(iface->md->cache);
+    memcpy(dev_addr, &machine, sizeof(machine));
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
+                                 uct_iface_addr_t *iface_addr)
+{
+    uct_gpumem_ipc_iface_t *iface     = ucs_derived_of(tl_iface,
+                                                       uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_iface_addr_t *addr = (uct_gpumem_ipc_iface_addr_t*)
+                                        iface_addr;
+    const gpumem_pci_addr_t *gpu      = &gpumem_gpu_reach(
+            uct_gpumem_ipc_iface_context(iface)->gpus[iface->md->gpu])->addr;
+
+    addr->pid        = getpid();
+    addr->uid        = geteuid();
+    addr->gpu_domain = gpu->domain;
+    addr->gpu_bus    = gpu->bus;
+    addr->gpu_dev    = gpu->dev;
+    addr->gpu_fn     = gpu->fn;
+    return UCS_OK;
+}
+
+int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
+                                 const uct_device_addr_t *dev_addr,
+                                 const uct_iface_addr_t *iface_addr)
+{
+    uint64_t machine = uct_gpumem_ipc_cache_machine(iface->md->cache);
+    const uct_gpumem_ipc_iface_addr_t *addr;
+    uint64_t peer_machine;
+    gpumem_pci_addr_t peer_gpu;
+
+    if ((dev_addr == NULL) || (iface_addr == NULL)) {
+        return 0;
+    }
+
+    memcpy(&peer_machine, dev_addr, sizeof(peer_machine));
+    if (peer_machine != machine) {
+        if (uct_gpumem_ipc_log_once(UCT_GPUMEM_IPC_LOG_OTHER_MACHINE |
+                                    (peer_machine >> 2))) {
+            ucs_diag("gpumem_ipc: a peer on another machine (0x%016lx, this "
+                     "is 0x%016lx) does not map this machine's GPU memory; "
+                     "another transport moves the data",
+                     (unsigned long)peer_machine, (unsigned long)machine);
+        }
+        return 0;
+    }
+
+    addr = (const uct_gpumem_ipc_iface_addr_t*)iface_addr;
+    if (addr->uid != geteuid()) {
+        if (uct_gpumem_ipc_log_once(UCT_GPUMEM_IPC_LOG_OTHER_USER |
+                                    addr->uid)) {
+            ucs_diag("gpumem_ipc: process %d of user %u does not map GPU "
+                     "memory of user %u; another transport moves the data",
+                     addr->pid, addr->uid, (unsigned)geteuid());
+        }
+        return 0;
+    }
+
+    peer_gpu.domain = addr->gpu_domain;
+    peer_gpu.bus    = addr->gpu_bus;
+    peer_gpu.dev    = addr->gpu_dev;
+    peer_gpu.fn     = addr->gpu_fn;
+    return uct_gpumem_ipc_gpu_reaches(uct_gpumem_ipc_iface_context(iface),
+                                      iface->md->gpu, &peer_gpu, NULL);
+}
+
+/*
+ * As UCP sees it, the process itself is not reached: its own memory is the
+ * copy transport's, which UCP's memory-type and self endpoints use and
+ * which registers the host memory they stage through. An endpoint to the
+ * process itself still works, between two of its GPUs.
+ */
+static int uct_gpumem_ipc_iface_is_reachable(const uct_iface_h tl_iface,
+                                             const uct_device_addr_t *dev_addr,
+                                             const uct_iface_addr_t *iface_addr)
+{
+    return (iface_addr != NULL) &&
+           (((const uct_gpumem_ipc_iface_addr_t*)iface_addr)->pid !=
+            getpid()) &&
+           uct_gpumem_ipc_iface_reaches(ucs_derived_of(tl_iface,
+                                                       uct_gpumem_ipc_iface_t),
+                                        dev_addr, iface_addr);
+}
+
+static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
+                                               uct_iface_attr_t *iface_attr)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+
+    uct_base_iface_query(&iface->super, iface_attr);
+
+    iface_attr->iface_addr_len          = sizeof(uct_gpumem_ipc_iface_addr_t);
+    iface_attr->device_addr_len         = sizeof(uct_gpumem_ipc_device_addr_t);
+    iface_attr->ep_addr_len             = 0;
+    iface_attr->max_conn_priv           = 0;
+    /* PENDING: no operation runs out of resources, so pending_add answers
+     * UCS_ERR_BUSY (try again now) and nothing waits */
+    iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                          UCT_IFACE_FLAG_PUT_ZCOPY        |
+                                          UCT_IFACE_FLAG_GET_ZCOPY        |
+                                          UCT_IFACE_FLAG_PENDING;
+    iface_attr->cap.event_flags         = 0;
+
+    iface_attr->cap.put.max_short       = 0;
+    iface_attr->cap.put.max_bcopy       = 0;
+    iface_attr->cap.put.min_zcopy       = 0;
+    iface_attr->cap.put.max_zcopy       = SIZE_MAX;
+    iface_attr->cap.put.opt_zcopy_align = 1;
+    iface_attr->cap.put.align_mtu       = 1;
+    iface_attr->cap.put.max_iov         = 1;
+
+    iface_attr->cap.get.max_short       = 0;
+    iface_attr->cap.get.max_bcopy       = 0;
+    iface_attr->cap.get.min_zcopy       = 0;
+    iface_attr->cap.get.max_zcopy       = SIZE_MAX;
+    iface_attr->cap.get.opt_zcopy_align = 1;
+    iface_attr->cap.get.align_mtu       = 1;
+    iface_attr->cap.get.max_iov         = 1;
+
+    iface_attr->cap.am.max_short        = 0;
+    iface_attr->cap.am.max_bcopy        = 0;
+    iface_attr->cap.am.min_zcopy        = 0;
+    iface_attr->cap.am.max_zcopy        = 0;
+    iface_attr->cap.am.opt_zcopy_align  = 1;
+    iface_attr->cap.am.align_mtu        = 1;
+    iface_attr->cap.am.max_hdr          = 0;
+    iface_attr->cap.am.max_iov          = 1;
+
+    /* The links of the path are the machine's, shared by its processes */
+    iface_attr->latency                 = ucs_linear_func_make(
+                                                  iface->config.latency, 0);
+    iface_attr->bandwidth.dedicated     = 0;
+    iface_attr->bandwidth.shared        = iface->config.bandwidth;
+    iface_attr->overhead                = iface->config.overhead;
+    iface_attr->priority                = 0;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_iface_estimate_perf(uct_iface_h tl_iface,
+                                   uct_perf_attr_t *perf_attr)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
+        perf_attr->bandwidth.dedicated = 0;
+        perf_attr->bandwidth.shared    = iface->config.bandwidth;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
+        perf_attr->send_pre_overhead = iface->config.overhead;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
+        perf_attr->send_post_overhead = 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
+        perf_attr->recv_overhead = 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
+        perf_attr->latency = ucs_linear_func_make(iface->config.latency, 0);
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
+        perf_attr->max_inflight_eps = SIZE_MAX;
+    }
+    return UCS_OK;
+}
+
+static const gpumem_driver_ops_t *
+uct_gpumem_ipc_iface_driver_ops(uct_gpumem_ipc_iface_t *iface)
+{
+    return uct_gpumem_ipc_iface_context(iface)->driver->ops;
+}
+
+/* Polls the copy until its bytes landed or it failed */
+static ucs_status_t uct_gpumem_ipc_iface_finish(uct_gpumem_ipc_iface_t *iface,
+                                               gpumem_driver_copy_t *copy)
+{
+    const gpumem_driver_ops_t *ops = uct_gpumem_ipc_iface_driver_ops(iface);
+    ucs_status_t status;
+
+    do {
+        status = ops->copy_poll(copy);
+    } while (status == UCS_INPROGRESS);
+    return status;
+}
+
+ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
+                                       uct_gpumem_ipc_ep_t *ep, unsigned gpu,
+                                       uint64_t dst, int dst_dev,
+                                       uint64_t src, int src_dev,
+                                       size_t length,
+                                       uct_gpumem_ipc_cache_entry_t *entry,
+                                       uct_completion_t *comp)
+{
+    gpumem_driver_t *driver = uct_gpumem_ipc_iface_context(iface)->driver;
+    gpumem_driver_copy_t copy;
+    uct_gpumem_ipc_op_t *op;
+    ucs_status_t status;
+
+    /* Small copies are done before it returns */
+    status = driver->ops->copy(driver->ops->gpu(driver, gpu), dst, dst_dev,
+                               src, src_dev, length, &copy);
+    if (status != UCS_INPROGRESS) {
+        return status;
+    }
+
+    op = ucs_mpool_get_inline(&iface->op_mp);
+    if (op == NULL) {
+        /* Nowhere to keep it: it is finished here */
+        return uct_gpumem_ipc_iface_finish(iface, &copy);
+    }
+
+    uct_gpumem_ipc_cache_hold(iface->md->cache, entry);
+    op->seq    = ++iface->seq;
+    op->ep     = ep;
+    op->comp   = comp;
+    op->entry  = entry;
+    op->status = UCS_INPROGRESS;
+    op->copy   = copy;
+    ++ep->outstanding;
+    ucs_queue_push(&iface->ops, &op->queue);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
+                                             uct_completion_t *comp)
+{
+    uct_gpumem_ipc_op_t *flush;
+
+    if (ucs_queue_is_empty(&iface->ops)) {
+        return UCS_OK;
+    }
+
+    if (comp == NULL) {
+        return UCS_INPROGRESS;
+    }
+
+    flush = ucs_mpool_get_inline(&iface->op_mp);
+    if (flush == NULL) {
+        ucs_error("gpumemipc: cannot queue a flush");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    flush->seq    = iface->seq;
+    flush->ep     = NULL;
+    flush->comp   = comp;
+    flush->entry  = NULL;
+    flush->status = UCS_OK;
+    ucs_queue_push(&iface->flushes, &flush->queue);
+    return UCS_INPROGRESS;
+}
+
+void uct_gpumem_ipc_iface_drain(uct_gpumem_ipc_iface_t *iface)
+{
+    uct_gpumem_ipc_op_t *op;
+
+    ucs_queue_for_each(op, &iface->ops, queue) {
+        if (op->status == UCS_INPROGRESS) {
+            op->status = uct_gpumem_ipc_iface_finish(iface, &op->copy);
+        }
+    }
+}
+
+void uct_gpumem_ipc_iface_ep_gone(uct_gpumem_ipc_iface_t *iface,
+                                  uct_gpumem_ipc_ep_t *ep)
+{
+    uct_gpumem_ipc_op_t *op;
+
+    ucs_queue_for_each(op, &iface->ops, queue) {
+        if (op->ep == ep) {
+            op->ep = NULL;
+        }
+    }
+}
+
+static void uct_gpumem_ipc_op_complete(uct_gpumem_ipc_iface_t *iface,
+                                       uct_gpumem_ipc_op_t *op)
+{
+    uct_completion_t *comp = op->comp;
+    ucs_status_t status    = op->status;
+
+    if (op->ep != NULL) {
+        ucs_assert(op->ep->outstanding > 0);
+        --op->ep->outstanding;
+    }
+    uct_gpumem_ipc_cache_put(iface->md->cache, op->entry);
+    ucs_mpool_put_inline(op);
+    if (comp != NULL) {
+        uct_invoke_completion(comp, status);
+    }
+}
+
+/* Flushes whose copies all completed: those older than the oldest copy
+ * still out */
+static unsigned
+uct_gpumem_ipc_iface_complete_flushes(uct_gpumem_ipc_iface_t *iface)
+{
+    uint64_t oldest = ucs_queue_is_empty(&iface->ops) ? UINT64_MAX :
+                      ucs_queue_head_elem_non_empty(&iface->ops,
+                                                    uct_gpumem_ipc_op_t,
+                                                    queue)->seq;
+    uct_gpumem_ipc_op_t *flush;
+    uct_completion_t *comp;
+    unsigned count = 0;
+
+    while (!ucs_queue_is_empty(&iface->flushes)) {
+        flush = ucs_queue_head_elem_non_empty(&iface->flushes,
+                                              uct_gpumem_ipc_op_t, queue);
+        if (flush->seq >= oldest) {
+            break;
+        }
+
+        ucs_queue_pull_non_empty(&iface->flushes);
+        comp = flush->comp;
+        ucs_mpool_put_inline(flush);
+        uct_invoke_completion(comp, UCS_OK);
+        ++count;
+    }
+    return count;
+}
+
+static unsigned uct_gpumem_ipc_iface_progress(uct_iface_h tl_iface)
+{
+    uct_gpumem_ipc_iface_t *iface  = ucs_derived_of(tl_iface,
+                                                    uct_gpumem_ipc_iface_t);
+    const gpumem_driver_ops_t *ops = uct_gpumem_ipc_iface_driver_ops(iface);
+    unsigned count                 = 0;
+    ucs_queue_head_t done;
+    uct_gpumem_ipc_op_t *op;
+    ucs_queue_iter_t iter;
+
+    /* Every engine moves its share; completions are given after the walk,
+     * since a completion may post again */
+    ucs_queue_head_init(&done);
+    ucs_queue_for_each_safe(op, iter, &iface->ops, queue) {
+        if (op->status == UCS_INPROGRESS) {
+            op->status = ops->copy_poll(&op->copy);
+        }
+        if ((op->status != UCS_INPROGRESS) &&
+            (count < iface->config.max_poll)) {
+            ucs_queue_del_iter(&iface->ops, iter);
+            ucs_queue_push(&done, &op->queue);
+            ++count;
+        }
+    }
+
+    ucs_queue_for_each_extract(op, &done, queue, 1) {
+        uct_gpumem_ipc_op_complete(iface, op);
+    }
+
+    return count + uct_gpumem_ipc_iface_complete_flushes(iface);
+}
+
+static ucs_status_t uct_gpumem_ipc_iface_flush(uct_iface_h tl_iface,
+                                               unsigned UCS_V_UNUSED flags,
+                                               uct_completion_t *comp)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+    ucs_status_t status;
+
+    status = uct_gpumem_ipc_iface_flush_wait(iface, comp);
+    if (status == UCS_OK) {
+        UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+    } else if (status == UCS_INPROGRESS) {
+        UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+    }
+    return status;
+}
+
+static ucs_status_t uct_gpumem_ipc_iface_fence(uct_iface_h tl_iface,
+                                               unsigned UCS_V_UNUSED flags)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+
+    uct_gpumem_ipc_iface_drain(iface);
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    return UCS_OK;
+}
+
+static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_ipc_iface_t)(uct_iface_t*);
+
+static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
+    .ep_put_zcopy             = uct_gpumem_ipc_ep_put_zcopy,
+    .ep_get_zcopy             = uct_gpumem_ipc_ep_get_zcopy,
+    .ep_pending_add           = (uct_ep_pending_add_func_t)
+                                        ucs_empty_function_return_busy,
+    .ep_pending_purge         = (uct_ep_pending_purge_func_t)
+                                        ucs_empty_function,
+    .ep_flush                 = uct_gpumem_ipc_ep_flush,
+    .ep_fence                 = uct_gpumem_ipc_ep_fence,
+    .ep_check                 = (uct_ep_check_func_t)
+                                        ucs_empty_function_return_unsupported,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_ipc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
+                                        uct_gpumem_ipc_ep_t),
+    .iface_flush              = uct_gpumem_ipc_iface_flush,
+    .iface_fence              = uct_gpumem_ipc_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_gpumem_ipc_iface_progress,
+    .iface_event_fd_get       = (uct_iface_event_fd_get_func_t)
+                                        ucs_empty_function_return_unsupported,
+    .iface_event_arm          = (uct_iface_event_arm_func_t)
+                                        ucs_empty_function_return_unsupported,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
+                                        uct_gpumem_ipc_iface_t),
+    .iface_query              = uct_gpumem_ipc_iface_query,
+    .iface_get_device_address = uct_gpumem_ipc_iface_get_device_address,
+    .iface_get_address        = uct_gpumem_ipc_iface_get_address,
+    .iface_is_reachable       = uct_gpumem_ipc_iface_is_reachable
+};
+
+static uct_iface_internal_ops_t uct_gpumem_ipc_iface_internal_ops = {
+    .iface_estimate_perf = uct_gpumem_ipc_iface_estimate_perf,
+    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query            = (uct_ep_query_func_t)
+                                   ucs_empty_function_return_unsupported,
+    .ep_invalidate       = (uct_ep_invalidate_func_t)
+                                   ucs_empty_function_return_unsupported
+};
+
+static ucs_mpool_ops_t uct_gpumem_ipc_op_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+/* The estimates: the settings, or the topology's for the process's GPU */
+static void
+uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
+                                   const uct_gpumem_ipc_iface_config_t *config)
+{
+    uct_gpumem_ipc_best_path(uct_gpumem_ipc_iface_context(self),
+                             self->md->gpu, &self->path);
+
+    self->config.bandwidth = UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+                             self->path.bandwidth : config->bandwidth;
+    self->config.latency   = (config->latency == UCS_TIME_AUTO) ?
+                             self->path.latency :
+                             ucs_time_to_sec(config->latency);
+    self->config.overhead  = config->overhead;
+    ucs_debug("gpumemipc: iface %p of GPU %u: %s path, %.0f MB/s, %.2f us",
+              self, self->md->gpu, self->path.name,
+              self->config.bandwidth / UCS_MBYTE,
+              self->config.latency * UCS_USEC_PER_SEC);
+}
+
+static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
+                           uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    const uct_gpumem_ipc_iface_config_t *config =
+            ucs_derived_of(tl_config, uct_gpumem_ipc_iface_config_t);
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_gpumem_ipc_iface_ops,
+                              &uct_gpumem_ipc_iface_internal_ops, md, worker,
+                              params,
+                              tl_config UCS_STATS_ARG(params->stats_root)
+                              UCS_STATS_ARG(UCT_GPUMEM_IPC_TL_NAME));
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE) ||
+        strcmp(params->mode.device.dev_name, UCT_GPUMEM_IPC_DEV_NAME)) {
+        ucs_error("gpumemipc: opens on device '%s' only",
+                  UCT_GPUMEM_IPC_DEV_NAME);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    self->md              = ucs_derived_of(md, uct_gpumem_ipc_md_t);
+    self->seq             = 0;
+    self->config.max_poll = ucs_max(config->max_poll, 1);
+    uct_gpumem_ipc_iface_set_estimates(self, config);
+    ucs_queue_head_init(&self->ops);
+    ucs_queue_head_init(&self->flushes);
+
+    status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_ipc_op_t), 0,
+                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                            &uct_gpumem_ipc_op_mpool_ops, "gpumem_ipc_ops");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
+{
+    uct_gpumem_ipc_op_t *op;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+
+    /* What the engines were given they finish, so that no byte lands after
+     * the close; no completion is called */
+    if (!ucs_queue_is_empty(&self->ops)) {
+        ucs_debug("gpumemipc: iface %p closes with copies in flight", self);
+    }
+    ucs_queue_for_each_extract(op, &self->ops, queue, 1) {
+        if (op->status == UCS_INPROGRESS) {
+            (void)uct_gpumem_ipc_iface_finish(self, &op->copy);
+        }
+        uct_gpumem_ipc_cache_put(self->md->cache, op->entry);
+        ucs_mpool_put_inline(op);
+    }
+    ucs_queue_for_each_extract(op, &self->flushes, queue, 1) {
+        ucs_mpool_put_inline(op);
+    }
+
+    ucs_mpool_cleanup(&self->op_mp, 1);
+}
+
+UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_ipc_iface_t, uct_iface_t,
+                                 uct_md_h, uct_worker_h,
+                                 const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpumem_ipc_iface_t, uct_iface_t);
+
+
+/* Registered with the gpumem_ipc component when the plugin loads
+ * (gpumem_component.c), after the ABI guard agrees */
+uct_tl_t uct_gpumem_ipc_tl = {
+    .name          = UCT_GPUMEM_IPC_TL_NAME,
+    .query_devices = uct_gpumem_ipc_query_devices,
+    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_ipc_iface_t),
+    .config        = {
+        .name      = UCT_GPUMEM_IPC_TL_NAME " transport",
+        .prefix    = "GPUMEM_IPC_",
+        .table     = uct_gpumem_ipc_iface_config_table,
+        .size      = sizeof(uct_gpumem_ipc_iface_config_t)
+    }
+};

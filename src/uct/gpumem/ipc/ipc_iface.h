@@ -1,0 +1,134 @@
+/**
+ * gpumem IPC transport: the interface, whose copy engines move bytes
+ * between this process's device memory and peers' device memory mapped
+ * through their keys.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCT_GPUMEM_IPC_IFACE_H_
+#define UCT_GPUMEM_IPC_IFACE_H_
+
+#include "ipc_md.h"
+#include "ipc_reach.h"
+
+#include <uct/base/uct_iface.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
+
+
+/* UCX 1.13 holds 9 characters of a transport name (UCT_TL_NAME_MAX) */
+#define UCT_GPUMEM_IPC_TL_NAME   "gpumemipc"
+#define UCT_GPUMEM_IPC_DEV_NAME  "gpumem"
+
+
+/* The device address: the machine's identity (uct_gpumem_ipc_machine_id) */
+typedef uint64_t uct_gpumem_ipc_device_addr_t;
+
+
+/**
+ * The interface address: the process, its user, and its GPU, whose path to
+ * the peer's GPU the topology judges. Read on the same machine only.
+ */
+typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
+    int32_t  pid;
+    uint32_t uid;
+    uint16_t gpu_domain;
+    uint8_t  gpu_bus;
+    uint8_t  gpu_dev;
+    uint8_t  gpu_fn;
+} uct_gpumem_ipc_iface_addr_t;
+
+
+typedef struct uct_gpumem_ipc_iface_config {
+    uct_iface_config_t super;
+    unsigned           max_poll;   /* Completions one progress call gives */
+    double             bandwidth;  /* UCS_CONFIG_BW_AUTO: by the topology */
+    ucs_time_t         latency;    /* UCS_TIME_AUTO: by the topology */
+    double             overhead;
+} uct_gpumem_ipc_iface_config_t;
+
+
+struct uct_gpumem_ipc_ep;
+
+
+/**
+ * A zero-copy operation the engine runs, or a flush waiting for them.
+ */
+typedef struct uct_gpumem_ipc_op {
+    ucs_queue_elem_t             queue;
+    uint64_t                     seq;     /* Posting order of the interface */
+    struct uct_gpumem_ipc_ep     *ep;     /* Counts it outstanding, or NULL
+                                             once the ep is gone */
+    uct_completion_t             *comp;
+    uct_gpumem_ipc_cache_entry_t *entry;  /* Held while the engine may touch
+                                             its mapping */
+    ucs_status_t                 status;  /* UCS_INPROGRESS while it runs */
+    gpumem_driver_copy_t         copy;
+} uct_gpumem_ipc_op_t;
+
+
+/**
+ * The interface. Its copies run at once, side by side, as on the streams
+ * of the GPUs' copy engines, and complete in any order; a flush completes
+ * once every copy posted before it on the interface has.
+ */
+typedef struct uct_gpumem_ipc_iface {
+    uct_base_iface_t      super;
+    uct_gpumem_ipc_md_t   *md;
+    ucs_mpool_t           op_mp;
+    ucs_queue_head_t      ops;       /* Copies not completed, oldest first */
+    ucs_queue_head_t      flushes;   /* Flushes waiting, oldest first */
+    uint64_t              seq;       /* Of the last copy posted */
+    uct_gpumem_ipc_path_t path;      /* What the estimates come from */
+    struct {
+        unsigned          max_poll;
+        double            bandwidth;
+        double            latency;
+        double            overhead;
+    } config;
+} uct_gpumem_ipc_iface_t;
+
+
+extern uct_tl_t uct_gpumem_ipc_tl;
+
+
+/**
+ * Copy @a length bytes with the engine of the process's GPU @a gpu (device
+ * addresses of that GPU, or host addresses). UCS_OK when the bytes landed
+ * at once; UCS_INPROGRESS when @a comp will be called (@a ep counts the
+ * copy, and @a entry is held, until then).
+ */
+ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
+                                       struct uct_gpumem_ipc_ep *ep,
+                                       unsigned gpu, uint64_t dst, int dst_dev,
+                                       uint64_t src, int src_dev,
+                                       size_t length,
+                                       uct_gpumem_ipc_cache_entry_t *entry,
+                                       uct_completion_t *comp);
+
+/**
+ * A flush of what was posted so far: UCS_INPROGRESS and @a comp (if not
+ * NULL) called once all of it completed, or an error.
+ */
+ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
+                                             uct_completion_t *comp);
+
+/**
+ * Whether a peer's interface at @a dev_addr and @a iface_addr is reached:
+ * the same machine and user, and this process's GPU reaches the peer's
+ * (the peer may be this process). The reason of a refusal is logged once.
+ */
+int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
+                                 const uct_device_addr_t *dev_addr,
+                                 const uct_iface_addr_t *iface_addr);
+
+/* Runs every copy posted so far until its bytes landed; completions still
+ * come through progress */
+void uct_gpumem_ipc_iface_drain(uct_gpumem_ipc_iface_t *iface);
+
+/* The ep goes: its copies run on, counted by no ep */
+void uct_gpumem_ipc_iface_ep_gone(uct_gpumem_ipc_iface_t *iface,
+                                  struct uct_gpumem_ipc_ep *ep);
+
+#endif

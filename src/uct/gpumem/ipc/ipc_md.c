@@ -1,0 +1,368 @@
+/**
+ * gpumem IPC transport: the gpumem_ipc component and memory domain.
+ *
+ * Its own component, as cuda_ipc is, because UCP keys remote memory by
+ * memory domain: the gpumem domain's keys are empty (the copy transport
+ * reaches only its own process), these carry what a peer process needs to
+ * map the memory. Registration exports the allocation that holds the range;
+ * unpacking checks the key, the owner and the path between the GPUs, then
+ * maps the memory through the process's cache.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ipc_md.h"
+#include "ipc_reach.h"
+
+#include <uct/gpumem/gpumem_md.h>
+#include <ucs/debug/assert.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <string.h>
+#include <unistd.h>
+
+
+static ucs_config_field_t uct_gpumem_ipc_md_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_gpumem_ipc_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"CACHE_MAX_IDLE", "64",
+     "Mappings of peers' device memory that the process keeps when no remote\n"
+     "key uses them, so that the next key of the same memory maps nothing.\n"
+     "Each keeps its memory in use after the owner's free, until the owner\n"
+     "reuses the address, exits, or the mapping is the least recently used\n"
+     "past this many.",
+     ucs_offsetof(uct_gpumem_ipc_md_config_t, cache_max_idle),
+     UCS_CONFIG_TYPE_UINT},
+
+    {NULL}
+};
+
+
+static uct_gpumem_ipc_cache_t *
+uct_gpumem_ipc_component_get_cache(uct_gpumem_ipc_component_t *component)
+{
+    uct_gpumem_ipc_cache_t *cache;
+
+    pthread_mutex_lock(&component->lock);
+    cache = component->cache;
+    if (cache != NULL) {
+        ++component->users;
+    }
+    pthread_mutex_unlock(&component->lock);
+    return cache;
+}
+
+static void
+uct_gpumem_ipc_component_put_cache(uct_gpumem_ipc_component_t *component)
+{
+    uct_gpumem_ipc_cache_t *cache = NULL;
+
+    pthread_mutex_lock(&component->lock);
+    ucs_assert(component->users > 0);
+    if (--component->users == 0) {
+        cache            = component->cache;
+        component->cache = NULL;
+    }
+    pthread_mutex_unlock(&component->lock);
+
+    if (cache != NULL) {
+        uct_gpumem_ipc_cache_destroy(cache);
+    }
+}
+
+static ucs_status_t uct_gpumem_ipc_md_query(uct_md_h uct_md,
+                                            uct_md_attr_t *md_attr)
+{
+    uct_gpumem_ipc_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
+
+    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    md_attr->cap.max_alloc        = 0;
+    md_attr->cap.max_reg          = SIZE_MAX;
+    md_attr->cap.reg_mem_types    = UCS_BIT(md->mem_type);
+    md_attr->cap.access_mem_types = UCS_BIT(md->mem_type);
+    md_attr->cap.alloc_mem_types  = 0;
+    md_attr->cap.detect_mem_types = 0;
+    md_attr->rkey_packed_size     = uct_gpumem_ipc_key_packed_size();
+    /* An export: a lock and a few words written, nothing pinned */
+    md_attr->reg_cost             = ucs_linear_func_make(100e-9, 0);
+    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                          unsigned flags, uct_mem_h *memh_p)
+{
+    uct_gpumem_ipc_md_t *md   = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
+    ucs_log_level_t log_level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
+                                UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
+    uint64_t start            = (uintptr_t)address;
+    uct_gpumem_ipc_memh_t *memh;
+    gpumem_region_t *region;
+    ucs_status_t status;
+    int gpu;
+
+    gpu    = uct_gpumem_context_find_gpu(md->context, address);
+    region = (gpu < 0) ? NULL : gpumem_find_region(md->context->gpus[gpu],
+                                                   start);
+    if ((region == NULL) ||
+        (length > gpumem_region_address(region) + gpumem_region_size(region) -
+                  start)) {
+        ucs_log(log_level, "gpumem_ipc: cannot register %zu bytes at %p: no "
+                "device memory allocation holds them", length, address);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    memh = ucs_malloc(sizeof(*memh), "gpumem_ipc_memh");
+    if (memh == NULL) {
+        ucs_error("gpumem_ipc: failed to allocate a registration");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = gpumem_export(region, memh->key.handle, &memh->key.handle_len);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    memh->key.uid           = geteuid();
+    memh->key.pid           = getpid();
+    memh->key.machine       = uct_gpumem_ipc_cache_machine(md->cache);
+    memh->key.gpu           = gpumem_gpu_reach(md->context->gpus[gpu])->addr;
+    memh->key.alloc_address = gpumem_region_address(region);
+    memh->key.alloc_size    = gpumem_region_size(region);
+    memh->key.address       = start;
+    memh->key.length        = length;
+    *memh_p                 = memh;
+    ucs_trace("gpumem_ipc: registered %zu bytes at %p on GPU %d", length,
+              address, gpu);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_md_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
+                            const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    ucs_free(params->memh);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_md_mkey_pack(uct_md_h UCS_V_UNUSED uct_md, uct_mem_h uct_memh,
+                            const uct_md_mkey_pack_params_t UCS_V_UNUSED
+                                    *params,
+                            void *rkey_buffer)
+{
+    const uct_gpumem_ipc_memh_t *memh = uct_memh;
+
+    uct_gpumem_ipc_key_pack(&memh->key, rkey_buffer);
+    return UCS_OK;
+}
+
+static void uct_gpumem_ipc_md_close(uct_md_h uct_md)
+{
+    uct_gpumem_ipc_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
+
+    uct_gpumem_ipc_component_put_cache(&uct_gpumem_ipc_component);
+    ucs_free(md);
+}
+
+static uct_md_ops_t uct_gpumem_ipc_md_ops = {
+    .close                  = uct_gpumem_ipc_md_close,
+    .query                  = uct_gpumem_ipc_md_query,
+    .mem_alloc              = (uct_md_mem_alloc_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mem_free               = (uct_md_mem_free_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mem_advise             = (uct_md_mem_advise_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gpumem_ipc_md_mem_reg,
+    .mem_dereg              = uct_gpumem_ipc_md_mem_dereg,
+    .mem_query              = (uct_md_mem_query_func_t)
+                                      ucs_empty_function_return_unsupported,
+    .mkey_pack              = uct_gpumem_ipc_md_mkey_pack,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
+                                      ucs_empty_function_return_zero_int,
+    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
+                                      ucs_empty_function_return_unsupported
+};
+
+static ucs_status_t
+uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
+                       const uct_md_config_t *uct_md_config, uct_md_h *md_p)
+{
+    uct_gpumem_ipc_component_t *component =
+            ucs_derived_of(uct_component, uct_gpumem_ipc_component_t);
+    const uct_gpumem_ipc_md_config_t *md_config =
+            ucs_derived_of(uct_md_config, uct_gpumem_ipc_md_config_t);
+    uct_gpumem_context_params_t params;
+    uct_gpumem_md_config_t *gpus_config;
+    uct_md_config_t *gpus_md_config;
+    uct_gpumem_ipc_md_t *md;
+    ucs_status_t status;
+
+    md = ucs_calloc(1, sizeof(*md), "uct_gpumem_ipc_md_t");
+    if (md == NULL) {
+        ucs_error("gpumem_ipc: failed to allocate memory domain %s", md_name);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* The first domain opens the process's cache, with the GPUs of the
+     * gpumem domain's settings */
+    status = uct_md_config_read(&uct_gpumem_component, NULL, NULL,
+                                &gpus_md_config);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    gpus_config = ucs_derived_of(gpus_md_config, uct_gpumem_md_config_t);
+    pthread_mutex_lock(&component->lock);
+    if (component->cache == NULL) {
+        uct_gpumem_md_context_params(gpus_config, &params);
+        status = uct_gpumem_ipc_cache_create(&params, gpus_config->alloc_gpu,
+                                             md_config->cache_max_idle,
+                                             &component->cache);
+    }
+    if (status == UCS_OK) {
+        ++component->users;
+        md->cache = component->cache;
+    }
+    pthread_mutex_unlock(&component->lock);
+    md->mem_type = gpus_config->mem_type;
+    uct_config_release(gpus_md_config);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    md->super.ops       = &uct_gpumem_ipc_md_ops;
+    md->super.component = uct_component;
+    md->context         = uct_gpumem_ipc_cache_context(md->cache);
+    md->gpu             = uct_gpumem_ipc_cache_gpu(md->cache);
+    *md_p               = &md->super;
+    return UCS_OK;
+
+err_free:
+    ucs_free(md);
+    return status;
+}
+
+/* A key is bytes from a peer: its form, its owner and the path from this
+ * process's GPU to the owner's are checked before anything is mapped */
+static ucs_status_t
+uct_gpumem_ipc_rkey_unpack(uct_component_t *uct_component,
+                           const void *rkey_buffer, uct_rkey_t *rkey_p,
+                           void **handle_p)
+{
+    uct_gpumem_ipc_component_t *component =
+            ucs_derived_of(uct_component, uct_gpumem_ipc_component_t);
+    uct_gpumem_ipc_cache_entry_t *entry;
+    uct_gpumem_ipc_cache_t *cache;
+    uct_gpumem_ipc_rkey_t *rkey;
+    uct_gpumem_ipc_key_t key;
+    ucs_status_t status;
+
+    cache = uct_gpumem_ipc_component_get_cache(component);
+    if (cache == NULL) {
+        ucs_error("gpumem_ipc: cannot unpack a remote key: no gpumem_ipc "
+                  "memory domain is open in this process");
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    status = uct_gpumem_ipc_key_unpack(rkey_buffer,
+                                       uct_gpumem_ipc_key_packed_size(), &key);
+    if (status != UCS_OK) {
+        goto err_put_cache;
+    }
+
+    status = uct_gpumem_ipc_key_check_owner(&key, geteuid(),
+                                            uct_gpumem_ipc_cache_machine(
+                                                    cache));
+    if (status != UCS_OK) {
+        goto err_put_cache;
+    }
+
+    /* UCP takes this for "not this way" and moves the data another way */
+    if (!uct_gpumem_ipc_gpu_reaches(uct_gpumem_ipc_cache_context(cache),
+                                    uct_gpumem_ipc_cache_gpu(cache), &key.gpu,
+                                    NULL)) {
+        status = UCS_ERR_UNREACHABLE;
+        goto err_put_cache;
+    }
+
+    rkey = ucs_malloc(sizeof(*rkey), "gpumem_ipc_rkey");
+    if (rkey == NULL) {
+        ucs_error("gpumem_ipc: failed to allocate a remote key");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_put_cache;
+    }
+
+    status = uct_gpumem_ipc_cache_get(cache, &key, &entry);
+    if (status != UCS_OK) {
+        goto err_free_rkey;
+    }
+
+    rkey->entry         = entry;
+    rkey->alloc_address = key.alloc_address;
+    rkey->address       = key.address;
+    rkey->length        = key.length;
+    *rkey_p             = (uintptr_t)rkey;
+    *handle_p           = NULL;
+    return UCS_OK;
+
+err_free_rkey:
+    ucs_free(rkey);
+err_put_cache:
+    uct_gpumem_ipc_component_put_cache(component);
+    return status;
+}
+
+static ucs_status_t
+uct_gpumem_ipc_rkey_release(uct_component_t *uct_component, uct_rkey_t rkey,
+                            void UCS_V_UNUSED *handle)
+{
+    uct_gpumem_ipc_component_t *component =
+            ucs_derived_of(uct_component, uct_gpumem_ipc_component_t);
+    uct_gpumem_ipc_rkey_t *ipc_rkey       = (uct_gpumem_ipc_rkey_t*)rkey;
+
+    uct_gpumem_ipc_cache_put(component->cache, ipc_rkey->entry);
+    ucs_free(ipc_rkey);
+    uct_gpumem_ipc_component_put_cache(component);
+    return UCS_OK;
+}
+
+uct_gpumem_ipc_component_t uct_gpumem_ipc_component = {
+    .super = {
+        .name               = UCT_GPUMEM_IPC_COMPONENT_NAME,
+        .query_md_resources = uct_md_query_single_md_resource,
+        .md_open            = uct_gpumem_ipc_md_open,
+        .cm_open            = (uct_component_cm_open_func_t)
+                                      ucs_empty_function_return_unsupported,
+        .rkey_unpack        = uct_gpumem_ipc_rkey_unpack,
+        .rkey_ptr           = (uct_component_rkey_ptr_func_t)
+                                      ucs_empty_function_return_unsupported,
+        .rkey_release       = uct_gpumem_ipc_rkey_release,
+        .md_config          = {
+            .name           = "gpumem IPC memory domain",
+            .prefix         = "GPUMEM_IPC_",
+            .table          = uct_gpumem_ipc_md_config_table,
+            .size           = sizeof(uct_gpumem_ipc_md_config_t),
+        },
+        .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+        .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
+                                      &uct_gpumem_ipc_component.super),
+        .flags              = 0,
+        .md_vfs_init        = (uct_component_md_vfs_init_func_t)
+                                      ucs_empty_function
+    },
+    .lock                   = PTHREAD_MUTEX_INITIALIZER,
+    .cache                  = NULL,
+    .users                  = 0
+};

@@ -1,0 +1,270 @@
+/**
+ * gpumem tests: UCP on the IPC transport: tag messages of device buffers
+ * between two processes, whose rendezvous reads or writes the peer's device
+ * memory zero-copy through gpumemipc where the GPUs reach each other, and
+ * is staged another way where they do not; every byte is checked.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "ipc_test.h"
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+
+using gpumem_test::channel;
+using gpumem_test::diag_capture;
+
+
+namespace {
+
+/* One process's UCP: a context, a worker and an endpoint to the peer */
+struct ucp_process {
+    ucp_context_h context = NULL;
+    ucp_worker_h  worker  = NULL;
+    ucp_ep_h      ep      = NULL;
+
+    void init(const std::string &tls) {
+        ucp_worker_params_t worker_params;
+        ucp_params_t params;
+        ucp_config_t *config;
+
+        ASSERT_EQ(UCS_OK, ucp_config_read(NULL, NULL, &config));
+        EXPECT_EQ(UCS_OK, ucp_config_modify(config, "TLS", tls.c_str()));
+        /* Rendezvous from 8 KiB on, whatever the estimates */
+        EXPECT_EQ(UCS_OK, ucp_config_modify(config, "RNDV_THRESH", "8k"));
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features   = UCP_FEATURE_TAG;
+        ASSERT_EQ(UCS_OK, ucp_init(&params, config, &context));
+        ucp_config_release(config);
+
+        worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+        ASSERT_EQ(UCS_OK, ucp_worker_create(context, &worker_params,
+                                            &worker));
+    }
+
+    std::string address() {
+        ucp_address_t *address;
+        size_t length;
+        std::string result;
+
+        EXPECT_EQ(UCS_OK, ucp_worker_get_address(worker, &address, &length));
+        result.assign((const char*)address, length);
+        ucp_worker_release_address(worker, address);
+        return result;
+    }
+
+    void connect(const std::string &peer) {
+        ucp_ep_params_t params;
+
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        params.address    = (const ucp_address_t*)peer.data();
+        ASSERT_EQ(UCS_OK, ucp_ep_create(worker, &params, &ep));
+    }
+
+    ucs_status_t wait(ucs_status_ptr_t request) {
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::seconds(60);
+        ucs_status_t status;
+
+        if (!UCS_PTR_IS_PTR(request)) {
+            return UCS_PTR_STATUS(request);
+        }
+
+        while (((status = ucp_request_check_status(request)) ==
+                UCS_INPROGRESS) &&
+               (std::chrono::steady_clock::now() < deadline)) {
+            ucp_worker_progress(worker);
+        }
+        ucp_request_free(request);
+        return status;
+    }
+
+    /* Both processes close at the same time, each progressing its own
+     * worker, and tell each other before the workers go */
+    void close(channel &chan) {
+        ucp_request_param_t param;
+
+        if (ep != NULL) {
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, wait(ucp_ep_close_nbx(ep, &param)));
+        }
+        chan.send("closed");
+        EXPECT_EQ("closed", chan.recv());
+        if (worker != NULL) {
+            ucp_worker_destroy(worker);
+        }
+        if (context != NULL) {
+            ucp_cleanup(context);
+        }
+    }
+};
+
+
+/* Where the processes are: UCX_TLS, and the GPU of each */
+struct ucp_setup {
+    const char *tls;
+    int        receiver_gpu;
+    int        sender_gpu;
+};
+
+std::string setup_name(const testing::TestParamInfo<ucp_setup> &info)
+{
+    std::string name = info.param.tls;
+
+    for (char &c : name) {
+        c = (c == ',') ? '_' : c;
+    }
+    return name + "_gpu" + std::to_string(info.param.receiver_gpu) + "_gpu" +
+           std::to_string(info.param.sender_gpu);
+}
+
+const ucp_tag_t tag = 0x69706367;
+
+}
+
+
+class ipc_ucp : public ipc_test,
+                public testing::WithParamInterface<ucp_setup> {
+protected:
+    /* The bytes of the transport moved in this process since @a before */
+    uint64_t ipc_bytes_since(const uct_gpumem_ipc_stats_t &before) {
+        return stats().bytes - before.bytes;
+    }
+
+    /* The child sends a message of each size from device memory on its GPU;
+     * the parent receives into device memory on its own and checks every
+     * byte. Returns the IPC transport's bytes of the parent and the child. */
+    void exchange(const std::vector<size_t> &sizes, uint64_t *receiver_bytes,
+                  uint64_t *sender_bytes);
+};
+
+
+void ipc_ucp::exchange(const std::vector<size_t> &sizes,
+                       uint64_t *receiver_bytes, uint64_t *sender_bytes)
+{
+    const ucp_setup setup = GetParam();
+    uct_gpumem_ipc_stats_t before;
+    ucp_request_param_t param;
+    ucp_process ucp;
+    channel chan;
+    pid_t pid;
+
+    pid = fork_child([&]() {
+        uct_gpumem_ipc_stats_t child_before = stats();
+        ucp_process sender;
+
+        chan.child_side();
+        setenv("UCX_GPUMEM_ALLOC_GPU",
+               std::to_string(setup.sender_gpu).c_str(), 1);
+        sender.init(setup.tls);
+        chan.send(sender.address());
+        sender.connect(chan.recv());
+
+        for (size_t size : sizes) {
+            void *src = device_alloc(size, setup.sender_gpu);
+
+            ASSERT_TRUE(src != NULL);
+            to_device(src, pattern(size, (unsigned)size));
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, sender.wait(ucp_tag_send_nbx(sender.ep, src,
+                                                           size, tag,
+                                                           &param)));
+            /* The receiver has the bytes: the buffer may go */
+            EXPECT_EQ("received", chan.recv());
+            device_free(src);
+        }
+
+        chan.send(std::to_string(ipc_bytes_since(child_before)));
+        sender.close(chan);
+    });
+
+    before = stats();
+    setenv("UCX_GPUMEM_ALLOC_GPU", std::to_string(setup.receiver_gpu).c_str(),
+           1);
+    ucp.init(setup.tls);
+    unsetenv("UCX_GPUMEM_ALLOC_GPU");
+    chan.send(ucp.address());
+    ucp.connect(chan.recv());
+
+    for (size_t size : sizes) {
+        void *dst = device_alloc(size, setup.receiver_gpu);
+
+        SCOPED_TRACE(std::to_string(size) + " bytes");
+        ASSERT_TRUE(dst != NULL);
+        param.op_attr_mask = 0;
+        EXPECT_EQ(UCS_OK, ucp.wait(ucp_tag_recv_nbx(ucp.worker, dst, size,
+                                                    tag, (ucp_tag_t)-1,
+                                                    &param)));
+        EXPECT_TRUE(pattern(size, (unsigned)size) == from_device(dst, size))
+                << "bytes differ";
+        device_free(dst);
+        chan.send("received");
+    }
+
+    *sender_bytes   = std::stoull(chan.recv());
+    *receiver_bytes = ipc_bytes_since(before);
+    ucp.close(chan);
+    wait_child(pid);
+}
+
+
+/* Rendezvous of device buffers: the receiver reads the sender's memory
+ * (or the sender writes the receiver's) with gpumemipc, zero-copy: the
+ * transport's counters of the two processes add up to at least the bytes of
+ * the rendezvous messages */
+TEST_P(ipc_ucp, tag_rendezvous_of_device_buffers_is_zero_copy) {
+    const std::vector<size_t> sizes = {8, 1000, 100000, (4 << 20) + 3};
+    uint64_t receiver_bytes, sender_bytes;
+
+    exchange(sizes, &receiver_bytes, &sender_bytes);
+    EXPECT_LE((uint64_t)(100000 + (4 << 20) + 3),
+              receiver_bytes + sender_bytes)
+            << "the rendezvous did not go through gpumemipc";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        tls, ipc_ucp,
+        testing::Values(ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 1},
+                        ucp_setup{"tcp,gpumemcpy,gpumemipc", 0, 1},
+                        ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 0}),
+        setup_name);
+
+
+/* GPU 0 and GPU 2 of this machine do not reach each other: gpumemipc says
+ * why (once) and the data moves another way, every byte right */
+class ipc_ucp_unreachable : public ipc_ucp {
+protected:
+    virtual void SetUp() {
+        setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+               "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+        ipc_ucp::SetUp();
+    }
+
+    virtual void TearDown() {
+        unsetenv("UCX_GPUMEM_TOPO_XML");
+        ipc_ucp::TearDown();
+    }
+};
+
+TEST_P(ipc_ucp_unreachable, tag_between_gpus_that_do_not_reach_is_staged) {
+    const std::vector<size_t> sizes = {8, 100000, (4 << 20) + 3};
+    uint64_t receiver_bytes, sender_bytes;
+    diag_capture log;
+
+    exchange(sizes, &receiver_bytes, &sender_bytes);
+    EXPECT_EQ(0u, receiver_bytes + sender_bytes);
+    EXPECT_EQ(1u, log.count({"GPU 0002:01:00.0 does not reach the memory of "
+                             "GPU 000a:01:00.0", "another transport"}))
+            << log.text();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        tls, ipc_ucp_unreachable,
+        testing::Values(ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 2}),
+        setup_name);

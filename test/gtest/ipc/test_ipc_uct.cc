@@ -1,0 +1,951 @@
+/**
+ * gpumem tests: the IPC transport through the public UCT API: its domain
+ * and resource, keys (their checks and the mapping cache), put/get zero-copy
+ * between two GPUs of one process and between two processes, completions
+ * and flush, and reachability by the topology.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "ipc_test.h"
+
+extern "C" {
+#include <uct/gpumem/ipc/ipc_key.h>
+#include <uct/api/v2/uct_v2.h>
+#include <ucs/sys/math.h>
+#include <ucs/config/parser.h>
+}
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <unistd.h>
+
+
+using gpumem_test::channel;
+using gpumem_test::counted_comp;
+using gpumem_test::diag_capture;
+
+
+/* Offsets in a packed key of the fields the tests break byte by byte */
+#define KEY_OFFSET_MAGIC       0
+#define KEY_OFFSET_VERSION     4
+#define KEY_OFFSET_SIZE        6
+#define KEY_OFFSET_HANDLE_LEN  30
+
+
+class ipc_uct : public ipc_test {
+protected:
+    /* A registration of @a size bytes of device memory on GPU @a gpu, and
+     * its packed key */
+    struct remote_buffer {
+        char        *address = NULL;
+        size_t      size     = 0;
+        uct_mem_h   memh     = NULL;
+        std::string packed;
+    };
+
+    remote_buffer register_buffer(size_t size, int gpu) {
+        remote_buffer buffer;
+
+        buffer.address = (char*)device_alloc(size, gpu);
+        buffer.size    = size;
+        if (buffer.address != NULL) {
+            buffer.memh   = reg(buffer.address, size);
+            buffer.packed = pack(buffer.memh);
+        }
+        return buffer;
+    }
+
+    void unregister_buffer(remote_buffer &buffer) {
+        dereg(buffer.memh);
+        device_free(buffer.address);
+    }
+
+    /* Decodes a packed key with the plugin's decoder */
+    static uct_gpumem_ipc_key_t decode(const std::string &packed) {
+        uct_gpumem_ipc_key_t key;
+
+        EXPECT_EQ(UCS_OK, uct_gpumem_ipc_key_unpack(packed.data(),
+                                                    packed.size(), &key));
+        return key;
+    }
+
+    static std::string encode(const uct_gpumem_ipc_key_t &key) {
+        std::string packed(uct_gpumem_ipc_key_packed_size(), '\0');
+
+        uct_gpumem_ipc_key_pack(&key, &packed[0]);
+        return packed;
+    }
+
+    /* Each way, at @a offset into both buffers, through an endpoint of this
+     * interface to itself: the bytes are checked */
+    void put_get(uct_ep_h ep, remote_buffer &remote, uct_rkey_t rkey,
+                 char *local, size_t size, size_t offset);
+
+    void connect_to_self() {
+        m_ep = connect(device_address(), iface_address());
+    }
+
+    /* An endpoint to this process, device memory on GPU 0 for the local
+     * side, and a registration on GPU 1 whose key is unpacked */
+    struct transfer {
+        char              *local    = NULL;
+        remote_buffer     remote;
+        uct_rkey_bundle_t rkey;
+        bool              key_held  = false;
+    };
+
+    void setup_transfer(size_t local_size, size_t remote_size, transfer *t) {
+        open_uct();
+        connect_to_self();
+        t->local  = (char*)device_alloc(local_size, 0);
+        t->remote = register_buffer(remote_size, 1);
+        ASSERT_TRUE((t->local != NULL) && (t->remote.memh != NULL));
+        ASSERT_EQ(UCS_OK, unpack(t->remote.packed, &t->rkey));
+        t->key_held = true;
+    }
+
+    void release_key(transfer *t) {
+        release(&t->rkey);
+        t->key_held = false;
+    }
+
+    void teardown_transfer(transfer *t) {
+        if (t->key_held) {
+            release_key(t);
+        }
+        unregister_buffer(t->remote);
+        device_free(t->local);
+    }
+
+    /* A put of @a size bytes from @a offset of the local side to the start
+     * of the remote one, which the engine is still running */
+    void put_in_flight(transfer *t, size_t size, size_t offset,
+                       counted_comp *comp) {
+        ASSERT_EQ(UCS_INPROGRESS, zcopy(true, m_ep, t->local + offset, size,
+                                        (uintptr_t)t->remote.address,
+                                        t->rkey.rkey, comp));
+    }
+
+    /* On the machine of four GPUs paired by NVLink: a child process whose
+     * GPU is @a gpu gives its addresses, and waits for end_peer(); this
+     * process opens its own interface, on GPU 0 */
+    pid_t fork_peer_on_gpu(channel &chan, int gpu, std::string *dev_addr,
+                           std::string *iface_addr) {
+        pid_t pid;
+
+        setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+               "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+        pid = fork_child([&]() {
+            chan.child_side();
+            setenv("UCX_GPUMEM_ALLOC_GPU", std::to_string(gpu).c_str(), 1);
+            open_uct();
+            chan.send(device_address());
+            chan.send(iface_address());
+            EXPECT_EQ("done", chan.recv());
+        });
+
+        *dev_addr   = chan.recv();
+        *iface_addr = chan.recv();
+        open_uct();
+        unsetenv("UCX_GPUMEM_TOPO_XML");
+        return pid;
+    }
+
+    void end_peer(channel &chan, pid_t pid) {
+        close_uct();
+        chan.send("done");
+        wait_child(pid);
+    }
+
+    uct_ep_h m_ep = NULL;
+};
+
+
+void ipc_uct::put_get(uct_ep_h ep, remote_buffer &remote, uct_rkey_t rkey,
+                      char *local, size_t size, size_t offset)
+{
+    const std::string in  = pattern(size, (unsigned)(size + offset));
+    const std::string out = pattern(size, (unsigned)(size + offset + 1));
+    counted_comp put_comp, get_comp;
+
+    SCOPED_TRACE(std::to_string(size) + " bytes at offset " +
+                 std::to_string(offset));
+    to_device(local + offset, in);
+    finish(zcopy(true, ep, local + offset, size,
+                 (uintptr_t)remote.address + offset, rkey, &put_comp),
+           put_comp);
+    EXPECT_TRUE(in == from_device(remote.address + offset, size))
+            << "put: bytes differ";
+
+    to_device(remote.address + offset, out);
+    finish(zcopy(false, ep, local + offset, size,
+                 (uintptr_t)remote.address + offset, rkey, &get_comp),
+           get_comp);
+    EXPECT_TRUE(out == from_device(local + offset, size))
+            << "get: bytes differ";
+}
+
+
+TEST_F(ipc_uct, tl_resource_is_one_shared_memory_device) {
+    uct_tl_resource_desc_t *resources;
+    unsigned i, count, found = 0;
+
+    open_uct();
+    ASSERT_EQ(UCS_OK, uct_md_query_tl_resources(m_md, &resources, &count));
+    for (i = 0; i < count; ++i) {
+        EXPECT_STREQ(IPC_TL, resources[i].tl_name);
+        EXPECT_STREQ(IPC_DEV, resources[i].dev_name);
+        EXPECT_EQ(UCT_DEVICE_TYPE_SHM, resources[i].dev_type);
+        ++found;
+    }
+    uct_release_tl_resource_list(resources);
+    EXPECT_EQ(1u, found);
+}
+
+TEST_F(ipc_uct, md_registers_device_memory_and_needs_a_key) {
+    uct_md_attr_t attr;
+
+    open_uct();
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
+    EXPECT_STREQ(IPC_COMPONENT, attr.component_name);
+    EXPECT_EQ((uint64_t)(UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY),
+              attr.cap.flags);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.reg_mem_types);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.access_mem_types);
+    EXPECT_EQ(0u, attr.cap.detect_mem_types);
+    EXPECT_EQ(uct_gpumem_ipc_key_packed_size(), attr.rkey_packed_size);
+    EXPECT_GE(255u, attr.rkey_packed_size) << "UCP keeps it in a byte";
+}
+
+/* The transport comes and goes with its component, once each time: in the
+ * component's transports and on UCX's configuration list (ucx_info -c),
+ * where the domain and the transport each have a table */
+TEST_F(ipc_uct, registration_follows_the_component) {
+    auto reg_all   = (ucs_status_t (*)(void))gpumem_test::plugin_symbol(
+            "uct_gpumem_components_register");
+    auto unreg_all = (void (*)(void))gpumem_test::plugin_symbol(
+            "uct_gpumem_components_unregister");
+    auto count_tables = []() {
+        ucs_config_global_list_entry_t *entry;
+        unsigned found = 0;
+
+        ucs_list_for_each(entry, &ucs_config_global_list, list) {
+            found += (entry->prefix != NULL) &&
+                     (std::string(entry->prefix) == "GPUMEM_IPC_");
+        }
+        return found;
+    };
+
+    ASSERT_TRUE((reg_all != NULL) && (unreg_all != NULL));
+    for (int i = 0; i < 2; ++i) {
+        unreg_all();
+        EXPECT_TRUE(gpumem_test::find_component(IPC_COMPONENT) == NULL);
+        EXPECT_EQ(0u, count_tables());
+        EXPECT_EQ(UCS_OK, reg_all());
+        EXPECT_TRUE(gpumem_test::find_component(IPC_COMPONENT) != NULL);
+        EXPECT_EQ(2u, count_tables());
+    }
+}
+
+TEST_F(ipc_uct, iface_query_advertises_zcopy_to_iface_and_small_addresses) {
+    const uint64_t flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                           UCT_IFACE_FLAG_PUT_ZCOPY |
+                           UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING;
+    uct_iface_attr_t attr;
+
+    open_uct();
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    EXPECT_EQ(flags, attr.cap.flags);
+    EXPECT_EQ(8u, attr.device_addr_len);
+    EXPECT_GE(16u, attr.iface_addr_len);
+    EXPECT_EQ(0u, attr.ep_addr_len);
+    EXPECT_EQ(SIZE_MAX, attr.cap.put.max_zcopy);
+    EXPECT_EQ(SIZE_MAX, attr.cap.get.max_zcopy);
+    EXPECT_EQ(1u, attr.cap.put.max_iov);
+    EXPECT_EQ(0u, attr.cap.put.max_short);
+    EXPECT_EQ(0u, attr.cap.am.max_bcopy);
+}
+
+/* The default machine's two GPUs share a PCIe switch: the estimates are
+ * that path's; settings replace them */
+TEST_F(ipc_uct, estimates_come_from_the_topology_path) {
+    uct_iface_attr_t attr;
+    uct_perf_attr_t perf;
+
+    open_uct();
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    EXPECT_DOUBLE_EQ(12000.0 * UCS_MBYTE, attr.bandwidth.shared);
+    EXPECT_DOUBLE_EQ(0.0, attr.bandwidth.dedicated);
+    EXPECT_NEAR(2e-6, attr.latency.c, 1e-12);
+    EXPECT_NEAR(200e-9, attr.overhead, 1e-12);
+
+    perf.field_mask = UCT_PERF_ATTR_FIELD_OPERATION |
+                      UCT_PERF_ATTR_FIELD_BANDWIDTH |
+                      UCT_PERF_ATTR_FIELD_LATENCY;
+    perf.operation  = UCT_EP_OP_PUT_ZCOPY;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(m_iface, &perf));
+    EXPECT_DOUBLE_EQ(attr.bandwidth.shared, perf.bandwidth.shared);
+    EXPECT_DOUBLE_EQ(attr.latency.c, perf.latency.c);
+    close_uct();
+
+    setenv("UCX_GPUMEM_IPC_BW", "5000MBs", 1);
+    setenv("UCX_GPUMEM_IPC_LATENCY", "3us", 1);
+    open_uct();
+    unsetenv("UCX_GPUMEM_IPC_BW");
+    unsetenv("UCX_GPUMEM_IPC_LATENCY");
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    EXPECT_DOUBLE_EQ(5000.0 * UCS_MBYTE, attr.bandwidth.shared);
+    EXPECT_NEAR(3e-6, attr.latency.c, 1e-9);
+}
+
+/* On a machine whose GPUs pair by NVLink, the fabric's */
+TEST_F(ipc_uct, estimates_of_a_gpu_with_nvlink_are_the_fabrics) {
+    uct_iface_attr_t attr;
+
+    setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+           "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+    open_uct();
+    unsetenv("UCX_GPUMEM_TOPO_XML");
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    EXPECT_DOUBLE_EQ(40000.0 * UCS_MBYTE, attr.bandwidth.shared);
+    EXPECT_NEAR(1.5e-6, attr.latency.c, 1e-12);
+}
+
+/* UCP stages through the process's own memory with the copy transport, so
+ * the process does not reach itself for UCP; an endpoint to itself is made
+ * all the same, for copies between two of its GPUs */
+TEST_F(ipc_uct, process_is_not_reachable_to_itself_but_connects) {
+    uct_ep_h ep;
+
+    open_uct();
+    EXPECT_FALSE(uct_iface_is_reachable(
+            m_iface, (const uct_device_addr_t*)device_address().data(),
+            (const uct_iface_addr_t*)iface_address().data()));
+    EXPECT_EQ(UCS_OK, try_connect(device_address(), iface_address(), &ep));
+}
+
+TEST_F(ipc_uct, iface_opens_only_on_its_device) {
+    diag_capture log;
+    uct_iface_h iface;
+
+    open_uct();
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, try_open_iface("cuda", &iface));
+    EXPECT_EQ(1u, log.count({"opens on device", IPC_DEV}));
+}
+
+/* A key says who owns the memory, where it is, and the registered range */
+TEST_F(ipc_uct, packed_key_carries_owner_allocation_and_range) {
+    remote_buffer buffer;
+    uct_gpumem_ipc_key_t key;
+    uct_mem_h memh;
+
+    open_uct();
+    buffer = register_buffer(100000, 1);
+    ASSERT_TRUE(buffer.memh != NULL);
+    key = decode(buffer.packed);
+    EXPECT_EQ((uint32_t)geteuid(), key.uid);
+    EXPECT_EQ(getpid(), key.pid);
+    EXPECT_EQ((uintptr_t)buffer.address, key.alloc_address);
+    EXPECT_EQ(102400u, key.alloc_size) << "rounded up to 4 KiB";
+    EXPECT_EQ((uintptr_t)buffer.address, key.address);
+    EXPECT_EQ(100000u, key.length);
+    EXPECT_GT(key.handle_len, 0u);
+
+    /* A range inside the allocation keys its own range, same allocation */
+    memh = reg(buffer.address + 4096, 5000);
+    key  = decode(pack(memh));
+    EXPECT_EQ((uintptr_t)buffer.address, key.alloc_address);
+    EXPECT_EQ((uintptr_t)buffer.address + 4096, key.address);
+    EXPECT_EQ(5000u, key.length);
+    dereg(memh);
+    unregister_buffer(buffer);
+}
+
+TEST_F(ipc_uct, registration_of_what_is_not_one_device_allocation_fails) {
+    std::string host(4096, 'h');
+    diag_capture log;
+    uct_mem_h memh;
+    char *dev;
+
+    open_uct();
+    dev = (char*)device_alloc(8192);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_md_mem_reg(m_md, &host[0], host.size(),
+                             UCT_MD_MEM_ACCESS_ALL, &memh));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_md_mem_reg(m_md, dev + 4096, 8192, UCT_MD_MEM_ACCESS_ALL,
+                             &memh));
+    EXPECT_EQ(2u, log.count({"cannot register"})) << log.text();
+    device_free(dev);
+}
+
+/* Bytes from a peer: each bad key is a clear status with a logged reason,
+ * nothing is mapped, and the process goes on */
+TEST_F(ipc_uct, bad_keys_are_refused_with_a_reason_and_map_nothing) {
+    struct bad_key {
+        const char   *what;
+        std::string  packed;
+        ucs_status_t status;
+    };
+    std::vector<bad_key> bad;
+    uct_gpumem_ipc_stats_t before, after;
+    uct_gpumem_ipc_key_t key;
+    remote_buffer buffer;
+    uct_rkey_bundle_t rkey;
+    std::string p;
+
+    open_uct();
+    buffer = register_buffer(65536, 1);
+    ASSERT_TRUE(buffer.memh != NULL);
+    const std::string good = buffer.packed;
+    const uct_gpumem_ipc_key_t good_key = decode(good);
+
+    p = good; p[KEY_OFFSET_MAGIC] ^= 1;
+    bad.push_back({"magic", p, UCS_ERR_INVALID_PARAM});
+    p = good; p[KEY_OFFSET_VERSION] = 2;
+    bad.push_back({"version", p, UCS_ERR_INVALID_PARAM});
+    p = good; p[KEY_OFFSET_SIZE] -= 8;
+    bad.push_back({"truncated", p, UCS_ERR_INVALID_PARAM});
+    p = good; p[KEY_OFFSET_HANDLE_LEN] = (char)0xff;
+    bad.push_back({"handle length", p, UCS_ERR_INVALID_PARAM});
+    p = good; p[p.size() - 1] = 1;
+    bad.push_back({"padding", p, UCS_ERR_INVALID_PARAM});
+    bad.push_back({"garbage", std::string(good.size(), '\x5a'),
+                   UCS_ERR_INVALID_PARAM});
+
+    key = good_key; key.uid += 1;
+    bad.push_back({"another user", encode(key), UCS_ERR_UNREACHABLE});
+    key = good_key; key.machine ^= 1;
+    bad.push_back({"another machine", encode(key), UCS_ERR_UNREACHABLE});
+    key = good_key; key.pid = 0;
+    bad.push_back({"no process", encode(key), UCS_ERR_INVALID_PARAM});
+
+    key = good_key; key.address = key.alloc_address + key.alloc_size;
+    key.length = 1;
+    bad.push_back({"range past the allocation", encode(key),
+                   UCS_ERR_INVALID_PARAM});
+    key = good_key; key.address = key.alloc_address - 4096;
+    bad.push_back({"range before the allocation", encode(key),
+                   UCS_ERR_INVALID_PARAM});
+    key = good_key; key.length = key.alloc_size + 1;
+    bad.push_back({"range longer than the allocation", encode(key),
+                   UCS_ERR_INVALID_PARAM});
+    key = good_key; key.alloc_address = UINT64_MAX - 4095;
+    key.address = key.alloc_address;
+    bad.push_back({"allocation wrapping around", encode(key),
+                   UCS_ERR_INVALID_PARAM});
+    key = good_key; key.alloc_size *= 2;
+    bad.push_back({"allocation larger than its memory", encode(key),
+                   UCS_ERR_INVALID_PARAM});
+
+    key = good_key; key.handle[key.handle_len - 9] ^= 0x5a;
+    bad.push_back({"garbage handle", encode(key), UCS_ERR_INVALID_PARAM});
+    key = good_key; key.handle[0] ^= 1;
+    bad.push_back({"handle of no gpumem memory", encode(key),
+                   UCS_ERR_INVALID_PARAM});
+
+    before = stats();
+    for (const bad_key &b : bad) {
+        diag_capture log;
+
+        SCOPED_TRACE(b.what);
+        ASSERT_EQ(good.size(), b.packed.size());
+        EXPECT_EQ(b.status, unpack(b.packed, &rkey));
+        EXPECT_LE(1u, log.size()) << "no reason logged";
+    }
+    after = stats();
+    EXPECT_EQ(before.imports, after.imports);
+    EXPECT_EQ(0u, after.entries);
+
+    /* The decoder itself, of a key shorter or longer than a key */
+    {
+        diag_capture log;
+
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_gpumem_ipc_key_unpack(good.data(), good.size() - 1,
+                                            &key));
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_gpumem_ipc_key_unpack((good + "x").data(),
+                                            good.size() + 1, &key));
+        EXPECT_EQ(2u, log.count({"refused a remote key of"})) << log.text();
+    }
+
+    /* And the good key still maps */
+    ASSERT_EQ(UCS_OK, unpack(good, &rkey));
+    release(&rkey);
+    unregister_buffer(buffer);
+}
+
+/* The decoder, on random damage to a good key (a fuzzer's work in small):
+ * each result is a refusal, or a key that packs back to exactly the same
+ * bytes and whose range lies inside its allocation */
+TEST_F(ipc_uct, key_decoder_refuses_or_repacks_every_damaged_key) {
+    std::mt19937 rng(20261129);
+    remote_buffer buffer;
+    uct_gpumem_ipc_key_t key;
+    unsigned accepted = 0;
+    std::string damaged;
+
+    open_uct();
+    buffer = register_buffer(65536, 1);
+    ASSERT_TRUE(buffer.memh != NULL);
+    {
+        diag_capture quiet;
+
+        for (int i = 0; i < 20000; ++i) {
+            damaged = buffer.packed;
+            for (unsigned n = 1 + (rng() % 4); n > 0; --n) {
+                damaged[rng() % damaged.size()] ^= (char)(1 + (rng() % 255));
+            }
+            if (uct_gpumem_ipc_key_unpack(damaged.data(), damaged.size(),
+                                          &key) != UCS_OK) {
+                continue;
+            }
+
+            ++accepted;
+            ASSERT_TRUE(encode(key) == damaged) << "iteration " << i;
+            ASSERT_GE(key.address, key.alloc_address);
+            ASSERT_LE(key.length, key.alloc_size);
+            ASSERT_LE(key.address - key.alloc_address,
+                      key.alloc_size - key.length);
+            ASSERT_LE(key.alloc_address, UINT64_MAX - key.alloc_size);
+        }
+    }
+    /* Damage to the owner's or the handle's bytes passes the decoder: the
+     * checks after it refuse it */
+    EXPECT_LT(0u, accepted);
+    unregister_buffer(buffer);
+}
+
+/* A key of memory on a GPU that this process's GPU does not reach is
+ * "unreachable" (UCP then moves the data another way), logged once */
+TEST_F(ipc_uct, key_of_a_gpu_that_is_not_reached_is_unreachable_logged_once) {
+    remote_buffer buffer;
+    uct_rkey_bundle_t rkey;
+    diag_capture log;
+
+    setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+           "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+    open_uct();
+    unsetenv("UCX_GPUMEM_TOPO_XML");
+    buffer = register_buffer(4096, 2);
+    ASSERT_TRUE(buffer.memh != NULL);
+
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, unpack(buffer.packed, &rkey));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, unpack(buffer.packed, &rkey));
+    EXPECT_EQ(1u, log.count({"0002:01:00.0", "does not reach", "000a:01:00.0",
+                             "p2pdma whitelist"})) << log.text();
+    EXPECT_EQ(1u, log.size()) << log.text();
+    EXPECT_EQ(0u, stats().entries);
+    unregister_buffer(buffer);
+}
+
+TEST_F(ipc_uct, unpacking_the_same_memory_twice_shares_one_mapping) {
+    uct_rkey_bundle_t first, second, third;
+    uct_gpumem_ipc_stats_t before, after;
+    remote_buffer buffer;
+    uct_mem_h part;
+
+    open_uct();
+    buffer = register_buffer(1 << 20, 1);
+    ASSERT_TRUE(buffer.memh != NULL);
+    part = reg(buffer.address + 8192, 4096);
+
+    before = stats();
+    ASSERT_EQ(UCS_OK, unpack(buffer.packed, &first));
+    ASSERT_EQ(UCS_OK, unpack(buffer.packed, &second));
+    /* Another range of the same allocation: the same memory */
+    ASSERT_EQ(UCS_OK, unpack(pack(part), &third));
+    after = stats();
+    EXPECT_EQ(before.imports + 1, after.imports);
+    EXPECT_EQ(before.hits + 2, after.hits);
+    EXPECT_EQ(1u, after.entries);
+    EXPECT_EQ(0u, after.idle);
+
+    release(&first);
+    release(&second);
+    release(&third);
+    /* Kept, idle, for the next key of the memory */
+    EXPECT_EQ(1u, stats().entries);
+    EXPECT_EQ(1u, stats().idle);
+    ASSERT_EQ(UCS_OK, unpack(buffer.packed, &first));
+    EXPECT_EQ(before.imports + 1, stats().imports);
+    release(&first);
+
+    dereg(part);
+    unregister_buffer(buffer);
+}
+
+/* The owner frees, then allocates again at the same address: the new key
+ * maps the new memory, never the old one (keyed by handle, not address),
+ * and the old mapping goes, whether its key is still held or not */
+TEST_F(ipc_uct, address_reused_by_a_new_allocation_gets_a_fresh_mapping) {
+    const size_t size = 65536;
+    uct_rkey_bundle_t old_rkey, held_rkey, new_rkey;
+    remote_buffer first, second;
+    uct_gpumem_ipc_stats_t before;
+    counted_comp comp;
+    char *local;
+
+    open_uct();
+    connect_to_self();
+    local = (char*)device_alloc(size, 0);
+    first = register_buffer(size, 1);
+    ASSERT_TRUE((local != NULL) && (first.memh != NULL));
+    to_device(first.address, pattern(size, 1));
+    ASSERT_EQ(UCS_OK, unpack(first.packed, &old_rkey));
+    ASSERT_EQ(UCS_OK, unpack(first.packed, &held_rkey));
+    release(&old_rkey);
+
+    unregister_buffer(first);
+    before = stats();
+    second = register_buffer(size, 1);
+    ASSERT_TRUE(second.memh != NULL);
+    ASSERT_EQ(first.address, second.address)
+            << "the emu driver gave another address: nothing to test";
+    EXPECT_NE(first.packed, second.packed);
+    to_device(second.address, pattern(size, 2));
+
+    ASSERT_EQ(UCS_OK, unpack(second.packed, &new_rkey));
+    EXPECT_EQ(before.imports + 1, stats().imports);
+    EXPECT_EQ(before.stale + 1, stats().stale);
+    /* The old entry waits for its held key only */
+    EXPECT_EQ(2u, stats().entries);
+
+    finish(zcopy(false, m_ep, local, size, (uintptr_t)second.address,
+                 new_rkey.rkey, &comp), comp);
+    EXPECT_TRUE(pattern(size, 2) == from_device(local, size))
+            << "the new key reads the old memory";
+
+    release(&held_rkey);
+    EXPECT_EQ(1u, stats().entries);
+    release(&new_rkey);
+    unregister_buffer(second);
+    device_free(local);
+}
+
+TEST_F(ipc_uct, idle_mappings_past_the_limit_go_oldest_first) {
+    std::vector<remote_buffer> buffers;
+    uct_gpumem_ipc_stats_t before;
+    uct_rkey_bundle_t rkey;
+
+    setenv("UCX_GPUMEM_IPC_CACHE_MAX_IDLE", "2", 1);
+    open_uct();
+    unsetenv("UCX_GPUMEM_IPC_CACHE_MAX_IDLE");
+    before = stats();
+    for (int i = 0; i < 3; ++i) {
+        buffers.push_back(register_buffer(4096, 1));
+        ASSERT_EQ(UCS_OK, unpack(buffers.back().packed, &rkey));
+        release(&rkey);
+    }
+    EXPECT_EQ(before.evicted + 1, stats().evicted);
+    EXPECT_EQ(2u, stats().idle);
+
+    /* The first was the oldest: mapped anew; the last is still there */
+    ASSERT_EQ(UCS_OK, unpack(buffers[2].packed, &rkey));
+    release(&rkey);
+    EXPECT_EQ(before.imports + 3, stats().imports);
+    ASSERT_EQ(UCS_OK, unpack(buffers[0].packed, &rkey));
+    release(&rkey);
+    EXPECT_EQ(before.imports + 4, stats().imports);
+
+    for (remote_buffer &buffer : buffers) {
+        unregister_buffer(buffer);
+    }
+}
+
+/* Keys of this process's own memory: from a buffer on GPU 0 to one on GPU
+ * 1 and back, through GPU 0's mapping of GPU 1's memory, and the other
+ * way, through GPU 1's; every size class, unaligned */
+TEST_F(ipc_uct, put_get_zcopy_between_two_gpus_of_one_process) {
+    const size_t sizes[]   = {1, 7, 4099, 8192, 8193, 65536 + 3,
+                              (1 << 20) + 5, 4 << 20};
+    const size_t offsets[] = {0, 1, 4093};
+    const size_t max       = (4 << 20) + 4096;
+    remote_buffer on_gpu1, on_gpu0;
+    uct_rkey_bundle_t rkey1, rkey0;
+    char *local0, *local1;
+
+    open_uct();
+    connect_to_self();
+    local0  = (char*)device_alloc(max, 0);
+    local1  = (char*)device_alloc(max, 1);
+    on_gpu1 = register_buffer(max, 1);
+    on_gpu0 = register_buffer(max, 0);
+    ASSERT_TRUE((local0 != NULL) && (local1 != NULL) &&
+                (on_gpu1.memh != NULL) && (on_gpu0.memh != NULL));
+    ASSERT_EQ(UCS_OK, unpack(on_gpu1.packed, &rkey1));
+    ASSERT_EQ(UCS_OK, unpack(on_gpu0.packed, &rkey0));
+
+    for (size_t size : sizes) {
+        for (size_t offset : offsets) {
+            put_get(m_ep, on_gpu1, rkey1.rkey, local0, size, offset);
+            put_get(m_ep, on_gpu0, rkey0.rkey, local1, size, offset);
+        }
+    }
+    EXPECT_LT(0u, stats().puts);
+    EXPECT_LT(0u, stats().gets);
+
+    release(&rkey1);
+    release(&rkey0);
+    unregister_buffer(on_gpu1);
+    unregister_buffer(on_gpu0);
+    device_free(local0);
+    device_free(local1);
+}
+
+TEST_F(ipc_uct, zcopy_outside_the_keys_range_is_refused) {
+    remote_buffer buffer;
+    uct_rkey_bundle_t rkey;
+    std::string host(64, 'h');
+    counted_comp comp;
+    diag_capture log;
+    uct_mem_h part;
+    char *local;
+
+    open_uct();
+    connect_to_self();
+    local  = (char*)device_alloc(65536, 0);
+    buffer = register_buffer(65536, 1);
+    part   = reg(buffer.address + 4096, 4096);
+    ASSERT_EQ(UCS_OK, unpack(pack(part), &rkey));
+
+    /* Inside the allocation, outside the registered range */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              zcopy(true, m_ep, local, 4097, (uintptr_t)buffer.address + 4096,
+                    rkey.rkey, &comp));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              zcopy(false, m_ep, local, 1, (uintptr_t)buffer.address,
+                    rkey.rkey, &comp));
+    /* The local side is device memory of the process */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              zcopy(true, m_ep, &host[0], host.size(),
+                    (uintptr_t)buffer.address + 4096, rkey.rkey, &comp));
+    EXPECT_EQ(0, comp.calls);
+    EXPECT_EQ(3u, log.size()) << log.text();
+
+    release(&rkey);
+    dereg(part);
+    unregister_buffer(buffer);
+    device_free(local);
+}
+
+TEST_F(ipc_uct, large_zcopy_completes_through_progress_and_flush_waits) {
+    const size_t size = 4 << 20;
+    counted_comp copy, ep_flush, iface_flush;
+    transfer t;
+
+    setup_transfer(size, size, &t);
+    to_device(t.local, pattern(size, 3));
+    put_in_flight(&t, size, 0, &copy);
+    EXPECT_EQ(0, copy.calls) << "completed before any progress";
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(m_ep, 0, NULL));
+    EXPECT_EQ(UCS_INPROGRESS, uct_iface_flush(m_iface, 0, NULL));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_ep, 0, &ep_flush.uct));
+    ASSERT_EQ(UCS_INPROGRESS, uct_iface_flush(m_iface, 0, &iface_flush.uct));
+
+    wait(iface_flush);
+    EXPECT_EQ(1, copy.calls) << "a flush completed before the copy";
+    EXPECT_EQ(1, ep_flush.calls);
+    EXPECT_EQ(UCS_OK, copy.status);
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep, 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+    EXPECT_TRUE(pattern(size, 3) == from_device(t.remote.address, size));
+    teardown_transfer(&t);
+}
+
+/* Copies run side by side; a fence makes those after it start once the
+ * bytes of those before it landed */
+TEST_F(ipc_uct, fence_orders_copies_that_overlap) {
+    const size_t size = 2 << 20;
+    counted_comp first, second;
+    transfer t;
+
+    setup_transfer(2 * size, size, &t);
+    to_device(t.local, pattern(size, 4));
+    to_device(t.local + size, pattern(size, 5));
+
+    put_in_flight(&t, size, 0, &first);
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+    finish(zcopy(true, m_ep, t.local + size, size,
+                 (uintptr_t)t.remote.address, t.rkey.rkey, &second), second);
+    wait(first);
+    EXPECT_TRUE(pattern(size, 5) == from_device(t.remote.address, size))
+            << "the copy before the fence landed after the one after it";
+    teardown_transfer(&t);
+}
+
+TEST_F(ipc_uct, ep_destroyed_with_copies_in_flight_still_lands_them) {
+    const size_t size = 4 << 20;
+    counted_comp comp;
+    transfer t;
+
+    setup_transfer(size, size, &t);
+    to_device(t.local, pattern(size, 6));
+    put_in_flight(&t, size, 0, &comp);
+    uct_ep_destroy(m_ep);
+    m_eps.clear();
+    /* The key goes too: the copy holds the mapping */
+    release_key(&t);
+    wait(comp);
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_TRUE(pattern(size, 6) == from_device(t.remote.address, size));
+    teardown_transfer(&t);
+}
+
+/* The engines finish what they were given, no completion is called, and
+ * nothing is left: TearDown finds the emu's state gone */
+TEST_F(ipc_uct, iface_closed_with_copies_in_flight_is_clean) {
+    const size_t size = 4 << 20;
+    counted_comp comp, flush;
+    transfer t;
+
+    setup_transfer(size, size, &t);
+    to_device(t.local, pattern(size, 7));
+    put_in_flight(&t, size, 0, &comp);
+    ASSERT_EQ(UCS_INPROGRESS, uct_iface_flush(m_iface, 0, &flush.uct));
+    uct_ep_destroy(m_ep);
+    m_eps.clear();
+    uct_iface_close(m_iface);
+    m_iface = NULL;
+    EXPECT_EQ(0, comp.calls);
+    EXPECT_EQ(0, flush.calls);
+    EXPECT_TRUE(pattern(size, 7) == from_device(t.remote.address, size));
+    teardown_transfer(&t);
+}
+
+TEST_F(ipc_uct, pending_add_says_try_again) {
+    uct_pending_req_t req;
+
+    open_uct();
+    connect_to_self();
+    req.func = NULL;
+    EXPECT_EQ(UCS_ERR_BUSY, uct_ep_pending_add(m_ep, &req, 0));
+}
+
+/* Two processes on GPUs 0 and 1: the parent puts into the child's device
+ * memory and gets from it, by the child's addresses and key; every byte is
+ * checked on both sides */
+TEST_F(ipc_uct, put_get_zcopy_between_two_processes) {
+    const size_t sizes[] = {8, 8193, (1 << 20) + 3, 4 << 20};
+    const size_t max     = 4 << 20;
+    channel chan;
+    pid_t pid;
+
+    pid = fork_child([&]() {
+        remote_buffer buffer;
+
+        chan.child_side();
+        setenv("UCX_GPUMEM_ALLOC_GPU", "1", 1);
+        open_uct();
+        buffer = register_buffer(max, 1);
+        ASSERT_TRUE(buffer.memh != NULL);
+        to_device(buffer.address, pattern(max, 11));
+        chan.send(device_address());
+        chan.send(iface_address());
+        chan.send(std::to_string((uintptr_t)buffer.address));
+        chan.send(buffer.packed);
+
+        for (size_t size : sizes) {
+            /* The parent put its bytes and asks them checked */
+            EXPECT_EQ("check", chan.recv());
+            EXPECT_TRUE(pattern(size, (unsigned)size) ==
+                        from_device(buffer.address, size))
+                    << size << " bytes put by the parent differ";
+            to_device(buffer.address, pattern(max, 11));
+            chan.send("checked");
+        }
+        EXPECT_EQ("done", chan.recv());
+        unregister_buffer(buffer);
+    });
+
+    std::string dev_addr   = chan.recv();
+    std::string iface_addr = chan.recv();
+    uint64_t remote        = std::stoull(chan.recv());
+    std::string packed     = chan.recv();
+    uct_gpumem_ipc_stats_t before;
+    uct_rkey_bundle_t rkey;
+    char *local;
+    uct_ep_h ep;
+
+    open_uct();
+    before = stats();
+    ep    = connect(dev_addr, iface_addr);
+    local = (char*)device_alloc(max, 0);
+    ASSERT_TRUE((ep != NULL) && (local != NULL));
+    ASSERT_EQ(UCS_OK, unpack(packed, &rkey));
+
+    for (size_t size : sizes) {
+        counted_comp put, get;
+
+        SCOPED_TRACE(std::to_string(size) + " bytes");
+        to_device(local, pattern(size, (unsigned)size));
+        finish(zcopy(true, ep, local, size, remote, rkey.rkey, &put), put);
+        chan.send("check");
+        EXPECT_EQ("checked", chan.recv());
+
+        finish(zcopy(false, ep, local, size, remote, rkey.rkey, &get), get);
+        EXPECT_TRUE(pattern(max, 11).substr(0, size) ==
+                    from_device(local, size)) << "bytes got differ";
+    }
+    EXPECT_EQ(before.imports + 1, stats().imports)
+            << "one mapping for all the copies";
+
+    release(&rkey);
+    device_free(local);
+    close_uct();
+    chan.send("done");
+    wait_child(pid);
+}
+
+/* On a machine where GPU 0 and GPU 2 do not reach each other, a process on
+ * GPU 0 finds a peer on GPU 2 unreachable, as often as UCP asks, and says
+ * why once */
+TEST_F(ipc_uct, peer_whose_gpu_is_not_reached_is_refused_and_logged_once) {
+    std::string dev_addr, iface_addr, other_machine;
+    channel chan;
+    pid_t pid;
+
+    pid = fork_peer_on_gpu(chan, 2, &dev_addr, &iface_addr);
+    diag_capture log;
+    uct_ep_h ep;
+
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_FALSE(uct_iface_is_reachable(
+                m_iface, (const uct_device_addr_t*)dev_addr.data(),
+                (const uct_iface_addr_t*)iface_addr.data()));
+    }
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, try_connect(dev_addr, iface_addr, &ep));
+    EXPECT_EQ(1u, log.count({"GPU 0002:01:00.0 does not reach the memory of "
+                             "GPU 000a:01:00.0", "p2pdma whitelist"}))
+            << log.text();
+    EXPECT_EQ(1u, log.size()) << log.text();
+
+    /* Another machine: refused too, said once */
+    other_machine = dev_addr;
+    other_machine[0] ^= 1;
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_FALSE(uct_iface_is_reachable(
+                m_iface, (const uct_device_addr_t*)other_machine.data(),
+                (const uct_iface_addr_t*)iface_addr.data()));
+    }
+    EXPECT_EQ(1u, log.count({"another machine"})) << log.text();
+
+    end_peer(chan, pid);
+}
+
+/* GPU 0 and GPU 1 of the same machine are joined by NVLink: reached */
+TEST_F(ipc_uct, peer_whose_gpu_is_reached_by_nvlink_is_reachable) {
+    std::string dev_addr, iface_addr;
+    channel chan;
+    pid_t pid;
+
+    pid = fork_peer_on_gpu(chan, 1, &dev_addr, &iface_addr);
+    EXPECT_TRUE(uct_iface_is_reachable(
+            m_iface, (const uct_device_addr_t*)dev_addr.data(),
+            (const uct_iface_addr_t*)iface_addr.data()));
+    end_peer(chan, pid);
+}
