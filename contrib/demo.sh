@@ -26,7 +26,7 @@ echo "== the emulated GPUs, who reaches whom and why (gpumem_topo --emu) =="
 
 echo
 echo "== two processes exchange GPU buffers through UCX =="
-UCX_TLS=posix,gpumemcpy ./examples/gpumem_demo 4m 5
+UCX_TLS=posix,gpumemcpy,gpumemipc ./examples/gpumem_demo 4m 5
 
 if [ -x examples/gpumem_mpi_pingpong ]; then
     echo
@@ -34,6 +34,6 @@ if [ -x examples/gpumem_mpi_pingpong ]; then
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any \
         --mca pml_ucx_devices any --mca btl ^openib \
-        -x UCX_TLS=posix,gpumemcpy -x LD_PRELOAD="$plugin" \
+        -x UCX_TLS=posix,gpumemcpy,gpumemipc -x LD_PRELOAD="$plugin" \
         ./examples/gpumem_mpi_pingpong 4m 10
 fi

@@ -5,7 +5,7 @@
  * plugin's transports.
  *
  *   mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any \
- *          --mca pml_ucx_devices any -x UCX_TLS=posix,gpumemcpy \
+ *          --mca pml_ucx_devices any -x UCX_TLS=posix,gpumemcpy,gpumemipc \
  *          -x LD_PRELOAD=<libuct_gpumem.so> ./gpumem_mpi_pingpong [max] [iters]
  *
  * See file LICENSE for terms.

@@ -24,7 +24,8 @@ check() {
 export UCX_GPUMEM_EMU_SHM_DIR=$shm
 export UCX_GPUMEM_EMU_VRAM_SIZE=256m
 
-for tls in posix,gpumemcpy posix,cma,gpumemcpy tcp,gpumemcpy; do
+for tls in posix,gpumemcpy posix,gpumemcpy,gpumemipc posix,cma,gpumemcpy \
+           tcp,gpumemcpy,gpumemipc; do
     check "demo over $tls" env UCX_TLS=$tls "$build/examples/gpumem_demo" 4m 3
 done
 
@@ -33,7 +34,7 @@ if [ -x "$build/examples/gpumem_mpi_pingpong" ]; then
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any \
             --mca pml_ucx_devices any --mca btl ^openib \
-            -x UCX_TLS=posix,gpumemcpy -x UCX_GPUMEM_EMU_SHM_DIR \
+            -x UCX_TLS=posix,gpumemcpy,gpumemipc -x UCX_GPUMEM_EMU_SHM_DIR \
             -x UCX_GPUMEM_EMU_VRAM_SIZE -x LD_PRELOAD="$plugin" \
             "$build/examples/gpumem_mpi_pingpong" 1m 5
 else
