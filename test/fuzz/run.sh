@@ -12,35 +12,9 @@
 # Exits non-zero when the fuzzer found something.
 set -euo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-TOP=$(cd "$HERE/../.." && pwd -P)
-BUILD=${GPUMEM_BUILD_DIR:-$TOP}
-OUT=$HERE/build
-CORPUS=$OUT/corpus
-CC=${CC_FUZZ:-clang}
-
-build_only=0
-if [ "${1:-}" = "--build-only" ]; then
-    build_only=1
-    shift
-fi
-seconds=${1:-600}
-
-# A variable of the configured Makefile: the same flags "make" uses
-makevar() {
-    sed -n "s/^$1 = //p" "$BUILD/src/uct/gpumem/Makefile"
-}
-
-if [ ! -f "$BUILD/config.h" ] || [ ! -f "$BUILD/src/uct/gpumem/Makefile" ]; then
-    echo "fuzz: no configured tree in $BUILD (run ./configure)" >&2
-    exit 1
-fi
-if ! command -v "$CC" >/dev/null; then
-    echo "fuzz: no $CC: apt-get install clang libclang-rt-14-dev" >&2
-    exit 1
-fi
-
-mkdir -p "$OUT" "$CORPUS"
+OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build
+# shellcheck source=test/fuzz/fuzz_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
 # shellcheck disable=SC2046
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -DHAVE_CONFIG_H -I"$TOP/src" -I"$BUILD" \

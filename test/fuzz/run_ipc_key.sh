@@ -10,34 +10,9 @@
 # when the fuzzer found something.
 set -euo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-TOP=$(cd "$HERE/../.." && pwd -P)
-BUILD=${GPUMEM_BUILD_DIR:-$TOP}
-OUT=$HERE/build/ipc_key
-CORPUS=$OUT/corpus
-CC=${CC_FUZZ:-clang}
-
-build_only=0
-if [ "${1:-}" = "--build-only" ]; then
-    build_only=1
-    shift
-fi
-seconds=${1:-600}
-
-makevar() {
-    sed -n "s/^$1 = //p" "$BUILD/src/uct/gpumem/Makefile"
-}
-
-if [ ! -f "$BUILD/config.h" ]; then
-    echo "fuzz: no configured tree in $BUILD (run ./configure)" >&2
-    exit 1
-fi
-if ! command -v "$CC" >/dev/null; then
-    echo "fuzz: no $CC: apt-get install clang libclang-rt-14-dev" >&2
-    exit 1
-fi
-
-mkdir -p "$OUT" "$CORPUS"
+OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build/ipc_key
+# shellcheck source=test/fuzz/fuzz_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
 # shellcheck disable=SC2046
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -DHAVE_CONFIG_H -I"$TOP/src" -I"$TOP/include" -I"$BUILD" \
