@@ -10,16 +10,45 @@
 
 #include "gpumem_context.h"
 
+#ifdef HAVE_CUDA
+#  include <uct/gpumem/driver/cuda/cuda_driver.h>
+#endif
+
 #include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 #include <pthread.h>
 
+
+const char *uct_gpumem_driver_names[] = {
+    [UCT_GPUMEM_DRIVER_AUTO] = "auto",
+    [UCT_GPUMEM_DRIVER_CUDA] = "cuda",
+    [UCT_GPUMEM_DRIVER_EMU]  = "emu",
+    [UCT_GPUMEM_DRIVER_LAST] = NULL
+};
 
 static pthread_mutex_t uct_gpumem_context_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gpumem_context_t *uct_gpumem_context_instance = NULL;
 
+
+/* The topology's name of a GPU (cuda0), or its PCI address where the
+ * topology does not list it */
+static const char *
+uct_gpumem_context_gpu_name(uct_gpumem_context_t *context,
+                            const gpumem_topo_reach_t *reach)
+{
+    static char name[GPUMEM_TOPO_PCI_STR_MAX];
+    const gpumem_topo_dev_t *dev;
+
+    dev = gpumem_topo_find(context->topo, &reach->addr);
+    if (dev != NULL) {
+        return dev->name;
+    }
+    /* ucs_topo_sys_device_set_name() keeps its own copy */
+    return gpumem_pci_addr_str(&reach->addr, name, sizeof(name));
+}
 
 /* Makes each GPU a UCX system device, named as the topology names it, so
  * that UCX's own topology code and ucx_info see it */
@@ -41,7 +70,8 @@ static void uct_gpumem_context_register_gpus(uct_gpumem_context_t *context)
             continue;
         }
         ucs_topo_sys_device_set_name(context->sys_devs[i],
-                                     context->topo->devs[i].name);
+                                     uct_gpumem_context_gpu_name(context,
+                                                                 reach));
     }
 }
 
@@ -65,11 +95,48 @@ static void uct_gpumem_context_destroy(uct_gpumem_context_t *context)
     ucs_free(context);
 }
 
+ucs_status_t uct_gpumem_context_choose_driver(
+        uct_gpumem_driver_select_t select,
+        uct_gpumem_driver_select_t *driver_p, char *why_buf, size_t max)
+{
+    char no_cuda[200];
+
+    if (select == UCT_GPUMEM_DRIVER_EMU) {
+        ucs_strncpy_zero(why_buf, "UCX_GPUMEM_DRIVER=emu", max);
+        *driver_p = UCT_GPUMEM_DRIVER_EMU;
+        return UCS_OK;
+    }
+
+#ifdef HAVE_CUDA
+    if (gpumem_cuda_probe(no_cuda, sizeof(no_cuda)) == UCS_OK) {
+        ucs_snprintf_zero(why_buf, max, "UCX_GPUMEM_DRIVER=%s: a CUDA device "
+                          "answers", uct_gpumem_driver_names[select]);
+        *driver_p = UCT_GPUMEM_DRIVER_CUDA;
+        return UCS_OK;
+    }
+#else
+    ucs_strncpy_zero(no_cuda, "this build has no cuda driver (cuda.h was not "
+                     "found at configure time)", sizeof(no_cuda));
+#endif
+
+    if (select == UCT_GPUMEM_DRIVER_CUDA) {
+        ucs_error("gpumem: UCX_GPUMEM_DRIVER=cuda: no CUDA device: %s",
+                  no_cuda);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    ucs_snprintf_zero(why_buf, max, "no CUDA device: %s", no_cuda);
+    ucs_info("gpumem: using the emu driver (a software GPU): %s", why_buf);
+    *driver_p = UCT_GPUMEM_DRIVER_EMU;
+    return UCS_OK;
+}
+
 static ucs_status_t
 uct_gpumem_context_open(const uct_gpumem_context_params_t *params,
                         uct_gpumem_context_t **context_p)
 {
     gpumem_topo_params_t topo_params;
+    uct_gpumem_driver_select_t driver;
     uct_gpumem_context_t *context;
     ucs_status_t status;
     unsigned i;
@@ -80,8 +147,18 @@ uct_gpumem_context_open(const uct_gpumem_context_params_t *params,
         return UCS_ERR_NO_MEMORY;
     }
 
+    status = uct_gpumem_context_choose_driver(params->driver, &driver,
+                                              context->driver_why,
+                                              sizeof(context->driver_why));
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    /* The emu emulates the machine it is given, built in by default; the
+     * cuda driver's GPUs are those of the live machine */
     topo_params.xml_path   = params->topo_xml;
-    topo_params.xml_buffer = (params->topo_xml == NULL) ?
+    topo_params.xml_buffer = ((params->topo_xml == NULL) &&
+                              (driver == UCT_GPUMEM_DRIVER_EMU)) ?
                              gpumem_emu_builtin_topology : NULL;
     topo_params.sysfs_root = params->sysfs_root;
     topo_params.facts_path = params->topo_facts;
@@ -90,7 +167,15 @@ uct_gpumem_context_open(const uct_gpumem_context_params_t *params,
         goto err;
     }
 
-    status = gpumem_emu_open(&params->emu, context->topo, &context->driver);
+#ifdef HAVE_CUDA
+    if (driver == UCT_GPUMEM_DRIVER_CUDA) {
+        status = gpumem_cuda_open(context->topo, &context->driver);
+    } else
+#endif
+    {
+        status = gpumem_emu_open(&params->emu, context->topo,
+                                 &context->driver);
+    }
     if (status != UCS_OK) {
         goto err;
     }
@@ -115,8 +200,8 @@ uct_gpumem_context_open(const uct_gpumem_context_params_t *params,
     }
 
     uct_gpumem_context_register_gpus(context);
-    ucs_debug("gpumem: %u GPUs of the %s driver", context->num_gpus,
-              context->driver->ops->name);
+    ucs_debug("gpumem: %u GPUs of the %s driver (%s)", context->num_gpus,
+              context->driver->ops->name, context->driver_why);
     *context_p = context;
     return UCS_OK;
 

@@ -15,10 +15,25 @@
 BEGIN_C_DECLS
 
 /**
+ * The driver of the process's GPUs (UCX_GPUMEM_DRIVER).
+ */
+typedef enum {
+    UCT_GPUMEM_DRIVER_AUTO = 0,   /* cuda where a device answers, else emu */
+    UCT_GPUMEM_DRIVER_CUDA,
+    UCT_GPUMEM_DRIVER_EMU,
+    UCT_GPUMEM_DRIVER_LAST
+} uct_gpumem_driver_select_t;
+
+extern const char *uct_gpumem_driver_names[];
+
+
+/**
  * How the process's GPUs are found: the first user's settings win.
  */
 typedef struct uct_gpumem_context_params {
-    const char          *topo_xml;    /* NULL: the emu's built-in machine */
+    uct_gpumem_driver_select_t driver;
+    const char          *topo_xml;    /* NULL: the emu's built-in machine, or
+                                         the live machine for cuda */
     const char          *sysfs_root;
     const char          *topo_facts;
     gpumem_emu_config_t emu;
@@ -32,6 +47,7 @@ typedef struct uct_gpumem_context {
     unsigned         num_gpus;
     gpumem_gpu_t     **gpus;
     ucs_sys_device_t *sys_devs;   /* UCX system device of each GPU */
+    char             driver_why[256]; /* Why this driver, in one phrase */
 } uct_gpumem_context_t;
 
 
@@ -40,6 +56,12 @@ ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
                                     uct_gpumem_context_t **context_p);
 
 void uct_gpumem_context_put(uct_gpumem_context_t *context);
+
+/* Which driver @a select comes to on this machine, and why in @a why_buf;
+ * UCS_ERR_NO_DEVICE (logged) if cuda was asked for and none answers */
+ucs_status_t uct_gpumem_context_choose_driver(
+        uct_gpumem_driver_select_t select,
+        uct_gpumem_driver_select_t *driver_p, char *why_buf, size_t max);
 
 /* The GPU whose device addresses hold @a addr, or -1 */
 int uct_gpumem_context_find_gpu(uct_gpumem_context_t *context,

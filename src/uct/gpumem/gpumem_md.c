@@ -25,10 +25,20 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
      ucs_offsetof(uct_gpumem_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
+    {"DRIVER", "auto",
+     "The driver of the GPUs:\n"
+     " auto - cuda where libcuda.so.1 opens and a device answers, else emu\n"
+     "        (the reason is logged at info level).\n"
+     " cuda - NVIDIA GPUs through the CUDA driver API; an error where none.\n"
+     " emu  - a software GPU that emulates the machine of TOPO_XML.",
+     ucs_offsetof(uct_gpumem_md_config_t, driver),
+     UCS_CONFIG_TYPE_ENUM(uct_gpumem_driver_names)},
+
     {"TOPO_XML", "",
      "hwloc XML export of the machine whose GPUs and NICs to use (as written\n"
      "by 'lstopo file.xml'); the emu driver emulates its GPUs. Empty: the emu\n"
-     "driver's built-in machine, two GPUs under one PCIe switch and a NIC.",
+     "driver's built-in machine, two GPUs under one PCIe switch and a NIC;\n"
+     "the cuda driver's live machine.",
      ucs_offsetof(uct_gpumem_md_config_t, topo_xml), UCS_CONFIG_TYPE_STRING},
 
     {"SYSFS_ROOT", "/sys",
@@ -288,6 +298,7 @@ static const char *uct_gpumem_md_config_path(const char *value)
 void uct_gpumem_md_context_params(const uct_gpumem_md_config_t *md_config,
                                   uct_gpumem_context_params_t *params)
 {
+    params->driver              = md_config->driver;
     params->topo_xml            = uct_gpumem_md_config_path(
                                           md_config->topo_xml);
     params->sysfs_root          = uct_gpumem_md_config_path(

@@ -17,6 +17,7 @@
  */
 typedef struct uct_gpumem_md_config {
     uct_md_config_t   super;
+    uct_gpumem_driver_select_t driver; /* UCX_GPUMEM_DRIVER */
     char              *topo_xml;    /* hwloc XML export, "" for the emu's
                                        built-in machine */
     char              *sysfs_root;  /* Root of sysfs for the facts hwloc

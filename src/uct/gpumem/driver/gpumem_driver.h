@@ -52,6 +52,32 @@ enum {
 
 
 /**
+ * What a driver is (gpumem_driver_ops_t::flags).
+ */
+enum {
+    /* The GPUs reach pinned system memory at its host address (CUDA's
+     * unified addressing): the core reserves no device addresses for it,
+     * and pt_map_host is called with @a va equal to the host address */
+    GPUMEM_DRIVER_FLAG_HOST_UVA = UCS_BIT(0)
+};
+
+
+/**
+ * Device memory at an address, as the driver knows it: memory the core
+ * allocated, or memory the application allocated with the driver's own
+ * calls.
+ */
+typedef struct gpumem_driver_addr_attr {
+    unsigned gpu_index;  /* Index of the GPU in the driver */
+    uint64_t base;       /* First byte of the allocation */
+    size_t   size;       /* Bytes of the allocation */
+    uint64_t buffer_id;  /* Unique over the process's life: an address
+                            reused by a new allocation has a new id */
+    int      managed;    /* Migrates between host and device */
+} gpumem_driver_addr_attr_t;
+
+
+/**
  * Faults a test can inject into a driver (emu).
  */
 typedef enum {
@@ -78,6 +104,7 @@ typedef struct gpumem_driver_copy {
  */
 typedef struct gpumem_driver_ops {
     const char   *name;
+    unsigned     flags;        /* GPUMEM_DRIVER_FLAG_* */
 
     /* The GPUs of the machine the driver drives, in topology order */
     unsigned     (*num_gpus)(gpumem_driver_t *driver);
@@ -153,6 +180,12 @@ typedef struct gpumem_driver_ops {
     /* Whether an address is device memory of this driver, and whose */
     int          (*is_device_addr)(gpumem_driver_t *driver, const void *addr,
                                    unsigned *gpu_index_p);
+
+    /* Optional (NULL where the core's regions are all the device memory
+     * there is, as on the emu): the allocation that holds @a addr, the
+     * application's own included. UCS_ERR_NO_ELEM if none. */
+    ucs_status_t (*addr_query)(gpumem_driver_t *driver, const void *addr,
+                               gpumem_driver_addr_attr_t *attr);
 
     /* Turns the GPU's bus mastering off: it reaches no memory after */
     void         (*release)(gpumem_driver_gpu_t *gpu);

@@ -248,13 +248,20 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         return UCS_ERR_NO_MEMORY;
     }
 
-    mapping->gpu     = gpu;
-    mapping->memory  = memory;
-    mapping->va_size = memory->size;
-    status = gpu->ops->va_reserve(gpu->dgpu, mapping->va_size, align,
-                                  &mapping->va);
-    if (status != UCS_OK) {
-        goto err_free;
+    mapping->gpu      = gpu;
+    mapping->memory   = memory;
+    mapping->va_size  = memory->size;
+    mapping->va_owned = (memory->type == GPUMEM_MEMORY_VRAM) ||
+                        !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_HOST_UVA);
+    if (mapping->va_owned) {
+        status = gpu->ops->va_reserve(gpu->dgpu, mapping->va_size, align,
+                                      &mapping->va);
+        if (status != UCS_OK) {
+            goto err_free;
+        }
+    } else {
+        /* The GPU reaches system memory at its host address */
+        mapping->va = (uintptr_t)memory->host;
     }
 
     if (memory->type == GPUMEM_MEMORY_VRAM) {
@@ -275,7 +282,9 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
     return UCS_OK;
 
 err_va:
-    gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+    if (mapping->va_owned) {
+        gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+    }
 err_free:
     ucs_free(mapping);
     return status;
@@ -285,7 +294,9 @@ static void gpumem_mapping_destroy(gpumem_mapping_t *mapping)
 {
     gpumem_gpu_t *gpu = mapping->gpu;
 
-    gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+    if (mapping->va_owned) {
+        gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+    }
     ucs_list_del(&mapping->list);
     ucs_free(mapping);
 }

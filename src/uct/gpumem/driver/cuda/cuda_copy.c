@@ -1,0 +1,87 @@
+/**
+ * gpumem cuda driver: the copy engine, one stream per GPU, an event per
+ * copy in flight.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "cuda_int.h"
+
+
+ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
+                              int UCS_V_UNUSED dst_dev, uint64_t src,
+                              int UCS_V_UNUSED src_dev, size_t size,
+                              gpumem_driver_copy_t *copy)
+{
+    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
+    ucs_status_t status;
+    CUevent event;
+
+    if (gpu->released) {
+        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "cannot copy: the GPU "
+                            "was released");
+        return UCS_ERR_NOT_CONNECTED;
+    }
+
+    status = gpumem_cuda_gpu_enter(gpu, "copy");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Unified addressing: the driver tells host from device by address */
+    GPUMEM_CUDA_CALL(&status, cuMemcpyAsync,
+                     ((CUdeviceptr)dst, (CUdeviceptr)src, size, gpu->stream),
+                     "GPU %u: copy %zu bytes 0x%"PRIx64" -> 0x%"PRIx64,
+                     gpu->index, size, src, dst);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    GPUMEM_CUDA_CALL(&status, cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING),
+                     "GPU %u: copy event", gpu->index);
+    if (status != UCS_OK) {
+        /* The copy is queued: wait for it rather than lose it */
+        gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
+        return status;
+    }
+
+    GPUMEM_CUDA_CALL(&status, cuEventRecord, (event, gpu->stream),
+                     "GPU %u: copy event", gpu->index);
+    if (status != UCS_OK) {
+        gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
+        gpumem_cuda_api.cuEventDestroy(event);
+        return status;
+    }
+
+    copy->gpu  = handle;
+    copy->priv = event;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
+{
+    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(copy->gpu);
+    CUevent event          = copy->priv;
+    ucs_status_t status;
+    CUresult res;
+
+    if (gpumem_cuda_gpu_enter(gpu, "poll a copy") != UCS_OK) {
+        return UCS_ERR_IO_ERROR;
+    }
+
+    res = gpumem_cuda_api.cuEventQuery(event);
+    if (res == CUDA_ERROR_NOT_READY) {
+        return UCS_INPROGRESS;
+    }
+
+    status = (res == CUDA_SUCCESS) ? UCS_OK :
+             gpumem_cuda_log_result(UCS_LOG_LEVEL_ERROR, res, "cuEventQuery",
+                                    "GPU %u: copy", gpu->index);
+    gpumem_cuda_api.cuEventDestroy(event);
+    copy->priv = NULL;
+    return status;
+}

@@ -1,0 +1,108 @@
+/**
+ * gpumem cuda driver: packing and checking exported memory handles.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "cuda_handle.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+
+ucs_status_t gpumem_cuda_handle_pack(const gpumem_cuda_handle_t *handle,
+                                     void *buf, size_t max, size_t *length_p)
+{
+    if (max < GPUMEM_CUDA_HANDLE_SIZE) {
+        ucs_error("gpumem cuda: a memory handle takes %zu bytes, %zu given",
+                  GPUMEM_CUDA_HANDLE_SIZE, max);
+        return UCS_ERR_BUFFER_TOO_SMALL;
+    }
+
+    memcpy(buf, handle, GPUMEM_CUDA_HANDLE_SIZE);
+    *length_p = GPUMEM_CUDA_HANDLE_SIZE;
+    return UCS_OK;
+}
+
+/* The fields of a VMM fd handle: an fd, and whole pages of a granularity */
+static int gpumem_cuda_handle_vmm_valid(const gpumem_cuda_handle_t *handle,
+                                        const char **why_p)
+{
+    if (handle->fd < 0) {
+        *why_p = "a negative fd";
+    } else if ((handle->granularity == 0) ||
+               !ucs_is_pow2(handle->granularity)) {
+        *why_p = "a granularity that is not a power of 2";
+    } else if ((handle->size % handle->granularity) != 0) {
+        *why_p = "a size that is not a multiple of its granularity";
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
+                                       gpumem_cuda_handle_t *handle)
+{
+    gpumem_cuda_handle_t h;
+    const char *why;
+
+    if (length != GPUMEM_CUDA_HANDLE_SIZE) {
+        ucs_error("gpumem cuda: refused a %zu-byte memory handle: a handle "
+                  "has %zu bytes", length, GPUMEM_CUDA_HANDLE_SIZE);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    memcpy(&h, buf, sizeof(h));
+    if (h.magic != GPUMEM_CUDA_HANDLE_MAGIC) {
+        ucs_error("gpumem cuda: refused a memory handle with magic 0x%x: "
+                  "not a cuda driver handle", h.magic);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (h.version != GPUMEM_CUDA_HANDLE_VERSION) {
+        ucs_error("gpumem cuda: refused a memory handle of version %u: this "
+                  "process reads version %d", h.version,
+                  GPUMEM_CUDA_HANDLE_VERSION);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (h.uid != geteuid()) {
+        ucs_error("gpumem cuda: refused a memory handle of process %d: it "
+                  "belongs to user %u, this process's user is %u", h.pid,
+                  h.uid, (unsigned)geteuid());
+        return UCS_ERR_REJECTED;
+    }
+
+    if (h.reserved != 0) {
+        why = "reserved bytes set";
+    } else if (h.pid <= 0) {
+        why = "no process";
+    } else if (h.size == 0) {
+        why = "no bytes";
+    } else if (h.type == GPUMEM_CUDA_HANDLE_VMM_FD) {
+        if (gpumem_cuda_handle_vmm_valid(&h, &why)) {
+            why = NULL;
+        }
+    } else if (h.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC) {
+        why = ((h.fd != -1) || (h.granularity != 0)) ?
+              "fields of a VMM handle set in a legacy IPC handle" : NULL;
+    } else {
+        why = "an unknown type";
+    }
+
+    if (why != NULL) {
+        ucs_error("gpumem cuda: refused a memory handle of process %d (type "
+                  "%u, %"PRIu64" bytes): it has %s", h.pid, h.type, h.size,
+                  why);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *handle = h;
+    return UCS_OK;
+}
