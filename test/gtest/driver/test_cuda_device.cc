@@ -1,0 +1,317 @@
+/**
+ * gpumem tests: the cuda driver on a CUDA device, through the memory core:
+ * allocation, copies, system memory, handles between processes, dma-bufs
+ * and the application's own allocations. Skipped where no device answers.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "cuda_test.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+
+class cuda_device : public cuda_device_test {
+protected:
+    static std::vector<uint8_t> pattern(size_t size, unsigned seed) {
+        std::vector<uint8_t> bytes(size);
+
+        for (size_t i = 0; i < size; ++i) {
+            bytes[i] = (uint8_t)((i * 131) ^ (i >> 9) ^ seed);
+        }
+        return bytes;
+    }
+
+    gpumem_region_t *alloc(unsigned i, size_t size,
+                           gpumem_kind_t kind = GPUMEM_KIND_GPU) {
+        gpumem_region_t *region = NULL;
+
+        EXPECT_EQ(UCS_OK, gpumem_alloc(gpu(i), kind, size, 0, &region));
+        return region;
+    }
+
+    /* Writes @a bytes to device memory at @a va and reads them back */
+    void expect_round_trip(unsigned i, uint64_t va,
+                           const std::vector<uint8_t> &bytes) {
+        std::vector<uint8_t> back(bytes.size());
+
+        ASSERT_EQ(UCS_OK, copy(i, va, true, (uintptr_t)bytes.data(), false,
+                               bytes.size()));
+        ASSERT_EQ(UCS_OK, copy(i, (uintptr_t)back.data(), false, va, true,
+                               back.size()));
+        EXPECT_TRUE(bytes == back);
+    }
+};
+
+TEST_F(cuda_device, gpus_are_placed_and_sized) {
+    for (unsigned i = 0; i < num_gpus(); ++i) {
+        gpumem_driver_gpu_t *dgpu = m_driver->ops->gpu(m_driver, i);
+
+        EXPECT_GT(m_driver->ops->vram_size(dgpu), 0u);
+        EXPECT_GT(m_driver->ops->bar_size(dgpu), 0u);
+        if (i > 0) {
+            /* Topology order: PCI address order */
+            EXPECT_LT(gpumem_pci_addr_cmp(
+                    &m_driver->ops->reach(m_driver->ops->gpu(m_driver,
+                                                             i - 1))->addr,
+                    &m_driver->ops->reach(dgpu)->addr), 0);
+        }
+    }
+}
+
+TEST_F(cuda_device, alloc_small_and_large_round_trip) {
+    for (size_t size : {(size_t)4096, (size_t)(1ul << 20),
+                        (size_t)(16ul << 20) + 4096}) {
+        gpumem_region_t *region = alloc(0, size);
+
+        ASSERT_TRUE(region != NULL);
+        EXPECT_GE(gpumem_region_size(region), size);
+        expect_round_trip(0, gpumem_region_address(region),
+                          pattern(size, size));
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    }
+}
+
+TEST_F(cuda_device, device_to_device_copy) {
+    const size_t size           = 8ul << 20;
+    gpumem_region_t *a          = alloc(0, size);
+    gpumem_region_t *b          = alloc(0, size);
+    std::vector<uint8_t> bytes  = pattern(size, 3);
+    std::vector<uint8_t> back(size);
+
+    ASSERT_TRUE((a != NULL) && (b != NULL));
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(a), true,
+                           (uintptr_t)bytes.data(), false, size));
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(b), true,
+                           gpumem_region_address(a), true, size));
+    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
+                           gpumem_region_address(b), true, size));
+    EXPECT_TRUE(bytes == back);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), a));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), b));
+}
+
+TEST_F(cuda_device, map_host_reached_at_host_address) {
+    const size_t size          = 1ul << 20;
+    std::vector<uint8_t> bytes = pattern(size, 5);
+    gpumem_region_t *dev       = alloc(0, size);
+    gpumem_region_t *host;
+    void *buf                  = NULL;
+
+    ASSERT_EQ(0, posix_memalign(&buf, 4096, size));
+    memset(buf, 0, size);
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), buf, size, &host));
+    EXPECT_EQ((uintptr_t)buf, gpumem_region_address(host));
+
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(dev), true,
+                           (uintptr_t)bytes.data(), false, size));
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(host), true,
+                           gpumem_region_address(dev), true, size));
+    EXPECT_EQ(0, memcmp(buf, bytes.data(), size));
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), host));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), dev));
+    free(buf);
+}
+
+TEST_F(cuda_device, host_alloc_reached_by_cpu_and_gpu) {
+    const size_t size          = 256ul << 10;
+    std::vector<uint8_t> bytes = pattern(size, 7);
+    gpumem_region_t *host      = alloc(0, size, GPUMEM_KIND_HOST);
+    gpumem_region_t *dev       = alloc(0, size);
+
+    ASSERT_TRUE((host != NULL) && (dev != NULL));
+    ASSERT_TRUE(gpumem_region_host(host) != NULL);
+    memcpy(gpumem_region_host(host), bytes.data(), size);
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(dev), true,
+                           gpumem_region_address(host), true, size));
+    memset(gpumem_region_host(host), 0, size);
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(host), true,
+                           gpumem_region_address(dev), true, size));
+    EXPECT_EQ(0, memcmp(gpumem_region_host(host), bytes.data(), size));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), dev));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), host));
+}
+
+TEST_F(cuda_device, export_import_in_process_shares_memory) {
+    const size_t size          = 4ul << 20;
+    std::vector<uint8_t> bytes = pattern(size, 11);
+    std::vector<uint8_t> back(size);
+    uint8_t handle[GPUMEM_EXPORT_MAX];
+    gpumem_region_t *region, *imported;
+    size_t length;
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_export(region, handle, &length));
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
+    EXPECT_NE(gpumem_region_address(region), gpumem_region_address(imported));
+
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(region), true,
+                           (uintptr_t)bytes.data(), false, size));
+    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
+                           gpumem_region_address(imported), true, size));
+    EXPECT_TRUE(bytes == back);
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(cuda_device, device_addresses_are_known_with_their_allocation) {
+    const size_t size       = 2ul << 20;
+    gpumem_region_t *region = alloc(0, size);
+    gpumem_driver_addr_attr_t attr;
+    unsigned index;
+    int on_stack;
+
+    ASSERT_TRUE(region != NULL);
+    EXPECT_TRUE(m_driver->ops->is_device_addr(
+            m_driver, (void*)(gpumem_region_address(region) + 100), &index));
+    EXPECT_EQ(0u, index);
+    EXPECT_FALSE(m_driver->ops->is_device_addr(m_driver, &on_stack, &index));
+
+    ASSERT_TRUE(m_driver->ops->addr_query != NULL);
+    ASSERT_EQ(UCS_OK, m_driver->ops->addr_query(
+            m_driver, (void*)(gpumem_region_address(region) + 100), &attr));
+    EXPECT_EQ(gpumem_region_address(region), attr.base);
+    EXPECT_GE(attr.size, size);
+    EXPECT_NE(0u, attr.buffer_id);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, m_driver->ops->addr_query(m_driver, &on_stack,
+                                                         &attr));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(cuda_device, reused_address_has_new_buffer_id) {
+    const size_t size = 2ul << 20;
+    gpumem_driver_addr_attr_t first, second;
+    gpumem_region_t *region;
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, m_driver->ops->addr_query(
+            m_driver, (void*)gpumem_region_address(region), &first));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, m_driver->ops->addr_query(
+            m_driver, (void*)gpumem_region_address(region), &second));
+    EXPECT_NE(first.buffer_id, second.buffer_id);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(cuda_device, dmabuf_for_nic_or_clear_refusal) {
+    gpumem_region_t *region = alloc(0, 2ul << 20);
+    gpumem_driver_mem_t *vram;
+    size_t offset, dmabuf_offset;
+    ucs_status_t status;
+    int fd;
+
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_region_vram(region, &vram, &offset));
+    status = m_driver->ops->dmabuf_export(vram, &fd, &dmabuf_offset);
+    if (status == UCS_OK) {
+        EXPECT_GE(fd, 0);
+        EXPECT_EQ(0u, dmabuf_offset);
+        close(fd);
+    } else {
+        /* The kernel or the driver offers none: a status, not a crash */
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED, status);
+    }
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+/* The exporter of two_processes_share_memory, run as a process of its own
+ * (a CUDA process cannot fork a CUDA child) */
+TEST_F(cuda_device, export_child) {
+    const char *out_env = getenv("GPUMEM_TEST_CUDA_EXPORT_FD");
+    const char *in_env  = getenv("GPUMEM_TEST_CUDA_WAIT_FD");
+    const size_t size   = 4ul << 20;
+    std::vector<uint8_t> bytes = pattern(size, 13);
+    uint8_t handle[GPUMEM_EXPORT_MAX];
+    gpumem_region_t *region;
+    uint32_t length32;
+    size_t length;
+    char done;
+
+    if ((out_env == NULL) || (in_env == NULL)) {
+        GTEST_SKIP() << "the exporter of two_processes_share_memory, which "
+                        "runs it";
+    }
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(region), true,
+                           (uintptr_t)bytes.data(), false, size));
+    ASSERT_EQ(UCS_OK, gpumem_export(region, handle, &length));
+    length32 = length;
+    ASSERT_EQ((ssize_t)sizeof(length32),
+              write(atoi(out_env), &length32, sizeof(length32)));
+    ASSERT_EQ((ssize_t)length, write(atoi(out_env), handle, length));
+    /* The memory stays until the importer is done */
+    ASSERT_EQ(1, read(atoi(in_env), &done, 1));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(cuda_device, two_processes_share_memory) {
+    const size_t size          = 4ul << 20;
+    std::vector<uint8_t> bytes = pattern(size, 13);
+    std::vector<uint8_t> back(size);
+    uint8_t handle[GPUMEM_EXPORT_MAX];
+    int to_parent[2], to_child[2];
+    gpumem_region_t *imported;
+    std::string out_env, in_env;
+    uint32_t length;
+    pid_t pid;
+    int wstatus;
+    char done = 1;
+
+    ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
+    ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
+
+    /* The child's ends survive its exec */
+    ASSERT_EQ(0, fcntl(to_parent[1], F_SETFD, 0));
+    ASSERT_EQ(0, fcntl(to_child[0], F_SETFD, 0));
+    out_env = "GPUMEM_TEST_CUDA_EXPORT_FD=" + std::to_string(to_parent[1]);
+    in_env  = "GPUMEM_TEST_CUDA_WAIT_FD=" + std::to_string(to_child[0]);
+
+    std::vector<char*> envp;
+    for (char **env = environ; *env != NULL; ++env) {
+        envp.push_back(*env);
+    }
+    envp.push_back(&out_env[0]);
+    envp.push_back(&in_env[0]);
+    envp.push_back(NULL);
+
+    char filter[] = "--gtest_filter=cuda_device.export_child";
+    char exe[]    = "/proc/self/exe";
+    char *argv[]  = {exe, filter, NULL};
+    ASSERT_EQ(0, posix_spawn(&pid, exe, NULL, NULL, argv, envp.data()));
+    close(to_parent[1]);
+    close(to_child[0]);
+
+    /* The importer is the exporter's parent: pidfd_getfd(2) lets it take
+     * the fd even under Yama's ptrace_scope 1 */
+    ASSERT_EQ((ssize_t)sizeof(length),
+              read(to_parent[0], &length, sizeof(length)));
+    ASSERT_LE(length, sizeof(handle));
+    ASSERT_EQ((ssize_t)length, read(to_parent[0], handle, length));
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
+    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
+                           gpumem_region_address(imported), true, size));
+    EXPECT_TRUE(bytes == back);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+
+    EXPECT_EQ(1, write(to_child[1], &done, 1));
+    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+    EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0));
+    close(to_parent[0]);
+    close(to_child[1]);
+}
