@@ -235,8 +235,12 @@ static ucs_status_t uct_gpumem_md_mem_query(uct_md_h uct_md,
                                             size_t length,
                                             uct_md_mem_attr_t *mem_attr)
 {
-    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    uct_gpumem_md_t *md           = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    gpumem_driver_t *driver       = md->context->driver;
+    gpumem_driver_addr_attr_t attr;
     gpumem_region_t *region;
+    uintptr_t base;
+    size_t size;
     int gpu;
 
     gpu = uct_gpumem_context_find_gpu(md->context, address);
@@ -244,8 +248,22 @@ static ucs_status_t uct_gpumem_md_mem_query(uct_md_h uct_md,
         return UCS_ERR_INVALID_ADDR;
     }
 
+    /* The core's own allocation, else the application's as the driver
+     * knows it (cudaMalloc), else the range asked about */
     region = gpumem_find_region(md->context->gpus[gpu],
                                 (uintptr_t)address);
+    if (region != NULL) {
+        base = gpumem_region_address(region);
+        size = gpumem_region_size(region);
+    } else if ((driver->ops->addr_query != NULL) &&
+               (driver->ops->addr_query(driver, address, &attr) == UCS_OK)) {
+        base = attr.base;
+        size = attr.size;
+    } else {
+        base = (uintptr_t)address;
+        size = length;
+    }
+
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
         mem_attr->mem_type = md->mem_type;
     }
@@ -253,13 +271,10 @@ static ucs_status_t uct_gpumem_md_mem_query(uct_md_h uct_md,
         mem_attr->sys_dev = md->context->sys_devs[gpu];
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
-        mem_attr->base_address = (region != NULL) ?
-                                 (void*)gpumem_region_address(region) :
-                                 (void*)address;
+        mem_attr->base_address = (void*)base;
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
-        mem_attr->alloc_length = (region != NULL) ?
-                                 gpumem_region_size(region) : length;
+        mem_attr->alloc_length = size;
     }
     return UCS_OK;
 }
