@@ -84,9 +84,40 @@ void ucm_gpumem_dispatch_free(void *address, size_t size,
     ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_FREE, address, size, mem_type);
 }
 
-/* The events are dispatched by the allocation calls: nothing to hook */
-static ucs_status_t ucm_gpumem_install(int UCS_V_UNUSED events)
+void ucm_gpumem_dispatch_free_known(void *address)
 {
+    ucm_gpumem_alloc_t alloc;
+    khiter_t iter;
+
+    pthread_mutex_lock(&ucm_gpumem_allocs_lock);
+    iter = kh_get(ucm_gpumem_allocs, &ucm_gpumem_allocs, (uintptr_t)address);
+    if (iter == kh_end(&ucm_gpumem_allocs)) {
+        pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
+        return;
+    }
+    alloc = kh_value(&ucm_gpumem_allocs, iter);
+    kh_del(ucm_gpumem_allocs, &ucm_gpumem_allocs, iter);
+    pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
+
+    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_FREE, address, alloc.size,
+                        alloc.mem_type);
+}
+
+#ifndef HAVE_CUDA
+ucs_status_t ucm_gpumem_cuda_install(void)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+#endif
+
+/* The plugin's own allocations dispatch their events; the application's
+ * CUDA calls are patched once someone asks for memory-type events */
+static ucs_status_t ucm_gpumem_install(int events)
+{
+    if (events & (UCM_EVENT_MEM_TYPE_ALLOC | UCM_EVENT_MEM_TYPE_FREE)) {
+        /* Without the patch, the plugin's own memory is still seen */
+        (void)ucm_gpumem_cuda_install();
+    }
     return UCS_OK;
 }
 

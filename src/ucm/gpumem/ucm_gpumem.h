@@ -10,6 +10,7 @@
 
 #include <ucs/memory/memory_type.h>
 #include <ucs/sys/compiler_def.h>
+#include <ucs/type/status.h>
 #include <stddef.h>
 
 BEGIN_C_DECLS
@@ -21,6 +22,15 @@ void ucm_gpumem_dispatch_alloc(void *address, size_t size,
 /* The device memory at [address, address + size) is about to go */
 void ucm_gpumem_dispatch_free(void *address, size_t size,
                               ucs_memory_type_t mem_type);
+
+/* The device memory at @a address, which an allocation event reported, is
+ * about to go: its size is the one the event gave. Nothing for an address
+ * no event reported. */
+void ucm_gpumem_dispatch_free_known(void *address);
+
+/* The application's CUDA allocation and free calls raise the events from
+ * now on (where the backend is built: UCS_ERR_UNSUPPORTED otherwise) */
+ucs_status_t ucm_gpumem_cuda_install(void);
 
 END_C_DECLS
 
