@@ -22,6 +22,7 @@ AC_DEFUN([GPUMEM_CHECK_CUDA], [
         $as_unset ac_cv_header_cuda_h
         AS_IF([test $gpumem_have_cuda = yes],
               [CUDA_CPPFLAGS="-isystem $cuda_dir/include"
+               CUDA_LIBDIR="$cuda_dir/lib64"
                gpumem_cuda_summary="yes ($cuda_dir/include/cuda.h)"
                AC_DEFINE([HAVE_CUDA], [1], [Build the CUDA driver backend])],
               [test "x$with_cuda" = xcheck],
@@ -29,5 +30,8 @@ AC_DEFUN([GPUMEM_CHECK_CUDA], [
               [AC_MSG_ERROR([--with-cuda=$with_cuda: no cuda.h in $cuda_dir/include])])
     ])
     AC_SUBST([CUDA_CPPFLAGS])
+    # The toolkit's libraries, for the device checks' programs only: the
+    # plugin links none of them
+    AC_SUBST([CUDA_LIBDIR])
     AM_CONDITIONAL([HAVE_CUDA], [test $gpumem_have_cuda = yes])
 ])
