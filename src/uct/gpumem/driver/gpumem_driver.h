@@ -58,7 +58,11 @@ enum {
     /* The GPUs reach pinned system memory at its host address (CUDA's
      * unified addressing): the core reserves no device addresses for it,
      * and pt_map_host is called with @a va equal to the host address */
-    GPUMEM_DRIVER_FLAG_HOST_UVA = UCS_BIT(0)
+    GPUMEM_DRIVER_FLAG_HOST_UVA = UCS_BIT(0),
+
+    /* The driver does not tell where GPU memory lies in VRAM (phys is 0):
+     * there are no bus addresses of it, a NIC reaches it by dma-buf */
+    GPUMEM_DRIVER_FLAG_NO_PHYS  = UCS_BIT(1)
 };
 
 

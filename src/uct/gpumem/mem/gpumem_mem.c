@@ -853,6 +853,14 @@ ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
         return UCS_ERR_UNSUPPORTED;
     }
 
+    if (gpu->ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS) {
+        ucs_error("gpumem: bus addresses of GPU %s's memory for %s: the %s "
+                  "driver does not tell where its memory lies (a NIC "
+                  "reaches it by dma-buf)", name, client_name,
+                  gpu->ops->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     if (!gpumem_topo_dma_reaches(client, gpumem_gpu_reach(gpu), 0,
                                  &verdict)) {
         ucs_error("gpumem: %s does not reach the memory of GPU %s by DMA: "

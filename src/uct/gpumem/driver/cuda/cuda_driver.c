@@ -118,6 +118,12 @@ static int gpumem_cuda_is_device_addr(gpumem_driver_t *driver,
     void *values[]                 = {&mem_type, &ordinal};
     unsigned i;
 
+    if ((cuda->num_gpus == 0) ||
+        (gpumem_cuda_api.cuCtxSetCurrent(cuda->gpus[0].ctx) !=
+         CUDA_SUCCESS)) {
+        return 0;
+    }
+
     /* Not a CUDA address is no error of cuPointerGetAttributes: the type
      * stays 0 */
     if ((gpumem_cuda_api.cuPointerGetAttributes(
@@ -230,7 +236,8 @@ static void gpumem_cuda_close(gpumem_driver_t *driver)
 
 static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .name           = "cuda",
-    .flags          = GPUMEM_DRIVER_FLAG_HOST_UVA,
+    .flags          = GPUMEM_DRIVER_FLAG_HOST_UVA |
+                      GPUMEM_DRIVER_FLAG_NO_PHYS,
     .num_gpus       = gpumem_cuda_num_gpus,
     .gpu            = gpumem_cuda_gpu_at,
     .reach          = gpumem_cuda_reach,
