@@ -57,8 +57,8 @@ typedef struct gpumem_mapping {
     gpumem_memory_t *memory;
     uint64_t        va;         /* Start of the reserved addresses */
     size_t          va_size;
-    int             va_owned;   /* The addresses were reserved for it (not
-                                   host addresses, GPUMEM_DRIVER_FLAG_HOST_UVA) */
+    int             va_owned;   /* The addresses were reserved for it, not
+                                   host ones (GPUMEM_DRIVER_FLAG_HOST_UVA) */
     unsigned        refcount;   /* Regions over it */
     ucs_list_link_t list;       /* In the GPU's mappings or kept */
 } gpumem_mapping_t;

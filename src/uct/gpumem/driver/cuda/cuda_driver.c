@@ -339,9 +339,12 @@ static ucs_status_t gpumem_cuda_gpu_init(gpumem_cuda_gpu_t *gpu)
     gpu->bar_size = gpu->reach.bar_size.known ? gpu->reach.bar_size.value :
                     gpu->vram_size;
 
+    /* Allocations a NIC may reach need the flag, which a device that does
+     * not support it refuses */
     rdma_vmm = 0;
     gpumem_cuda_api.cuDeviceGetAttribute(
-            &rdma_vmm, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+            &rdma_vmm,
+            CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
             gpu->device);
     gpu->rdma_vmm = rdma_vmm;
 
