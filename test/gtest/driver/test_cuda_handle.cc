@@ -25,6 +25,7 @@ protected:
         handle.fd          = 7;
         handle.size        = 8ul << 20;
         handle.granularity = 2ul << 20;
+        handle.alloc_id    = 42;
         return handle;
     }
 
@@ -74,6 +75,7 @@ TEST_F(cuda_handle, legacy_ipc_round_trip) {
     handle.type        = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
     handle.fd          = -1;
     handle.granularity = 0;
+    handle.alloc_id    = 0;
     handle.size        = 12345;
     memset(handle.ipc, 0xa5, sizeof(handle.ipc));
     buf = pack(handle);
@@ -163,6 +165,10 @@ TEST_F(cuda_handle, corrupt_fields_refused) {
     handle.size = (8ul << 20) + 4096;
     expect_refused(handle, UCS_ERR_INVALID_PARAM, "not a multiple");
 
+    handle          = vmm_handle();
+    handle.alloc_id = 0;
+    expect_refused(handle, UCS_ERR_INVALID_PARAM, "no allocation id");
+
     handle      = vmm_handle();
     handle.type = 9;
     expect_refused(handle, UCS_ERR_INVALID_PARAM, "an unknown type");
@@ -171,6 +177,16 @@ TEST_F(cuda_handle, corrupt_fields_refused) {
     handle.type = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
     expect_refused(handle, UCS_ERR_INVALID_PARAM,
                    "fields of a VMM handle set");
+}
+
+TEST_F(cuda_handle, allocations_at_one_fd_have_distinct_handles) {
+    gpumem_cuda_handle_t first = vmm_handle(), second = vmm_handle();
+
+    /* The exporter closed the fd of a freed allocation and the next one
+     * got its number: the bytes differ, so no cache of handles takes one
+     * for the other */
+    second.alloc_id = first.alloc_id + 1;
+    EXPECT_TRUE(pack(first) != pack(second));
 }
 
 TEST_F(cuda_handle, random_bytes_refused) {

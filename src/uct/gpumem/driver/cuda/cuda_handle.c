@@ -42,6 +42,8 @@ static int gpumem_cuda_handle_vmm_valid(const gpumem_cuda_handle_t *handle,
         *why_p = "a granularity that is not a power of 2";
     } else if ((handle->size % handle->granularity) != 0) {
         *why_p = "a size that is not a multiple of its granularity";
+    } else if (handle->alloc_id == 0) {
+        *why_p = "no allocation id";
     } else {
         return 1;
     }
@@ -90,7 +92,7 @@ ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
             why = NULL;
         }
     } else if (h.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC) {
-        why = ((h.fd != -1) || (h.granularity != 0)) ?
+        why = ((h.fd != -1) || (h.granularity != 0) || (h.alloc_id != 0)) ?
               "fields of a VMM handle set in a legacy IPC handle" : NULL;
     } else {
         why = "an unknown type";

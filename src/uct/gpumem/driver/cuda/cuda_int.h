@@ -57,6 +57,7 @@ typedef struct gpumem_cuda_mem {
     size_t                       alloc_size;  /* Rounded to granularity */
     int                          export_fd;   /* -1 until exported */
     int                          imported;
+    uint64_t                     alloc_id;    /* Unique in the process */
     CUdeviceptr                  dmabuf_va;   /* 0 until dmabuf_export */
 } gpumem_cuda_mem_t;
 

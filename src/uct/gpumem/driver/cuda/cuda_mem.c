@@ -12,6 +12,7 @@
 
 #include "cuda_int.h"
 
+#include <ucs/arch/atomic.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
@@ -27,6 +28,10 @@
 #ifndef SYS_pidfd_getfd
 #  define SYS_pidfd_getfd 438
 #endif
+
+
+/* Ids of the allocations of this process, never reused */
+static uint64_t gpumem_cuda_alloc_ids = 0;
 
 
 static ucs_status_t gpumem_cuda_check_live(gpumem_cuda_gpu_t *gpu,
@@ -70,6 +75,7 @@ static gpumem_cuda_mem_t *gpumem_cuda_mem_new(gpumem_cuda_gpu_t *gpu,
     mem->super.phys      = 0;    /* The driver does not tell */
     mem->alloc_size      = gpumem_cuda_round(gpu->driver, size);
     mem->export_fd       = -1;
+    mem->alloc_id        = ucs_atomic_fadd64(&gpumem_cuda_alloc_ids, 1) + 1;
     return mem;
 }
 
@@ -193,6 +199,7 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
     handle.fd          = mem->export_fd;
     handle.size        = mem->alloc_size;
     handle.granularity = gpu->driver->granularity;
+    handle.alloc_id    = mem->alloc_id;
     return gpumem_cuda_handle_pack(&handle, buf, GPUMEM_DRIVER_EXPORT_MAX,
                                    length_p);
 }
