@@ -1,0 +1,151 @@
+/**
+ * gpumem tests: the memory core over a driver whose GPUs reach system
+ * memory at its host address and which gives no physical addresses of GPU
+ * memory, as the cuda driver is: the emu behind those two flags.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "mem_test.h"
+
+#include <set>
+
+
+class mem_core_host_uva : public mem_core {
+protected:
+    /* The built-in emu machine, as mem_core opens it, with the flags set
+     * before the GPUs are created over it */
+    virtual void SetUp() {
+        gpumem_topo_params_t params = {};
+        gpumem_emu_config_t config  = {};
+        char tmpl[]                 = "/tmp/gpumem_mem.XXXXXX";
+
+        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+        m_shm_dir = tmpl;
+
+        params.xml_buffer = gpumem_emu_builtin_topology;
+        params.sysfs_root = "/nonexistent";
+        ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
+        config.vram_size       = VRAM_SIZE;
+        config.bar_size        = VRAM_SIZE;
+        config.shm_dir         = m_shm_dir.c_str();
+        config.copy_inline_max = 8192;
+        ASSERT_EQ(UCS_OK, gpumem_emu_open(&config, m_topo, &m_driver));
+
+        s_emu_ops         = m_driver->ops;
+        s_ops             = *s_emu_ops;
+        s_ops.flags      |= GPUMEM_DRIVER_FLAG_HOST_UVA |
+                            GPUMEM_DRIVER_FLAG_NO_PHYS;
+        s_ops.va_reserve  = va_reserve;
+        s_ops.va_release  = va_release;
+        s_ops.pt_map_host = pt_map_host;
+        s_ops.pt_unmap    = pt_unmap;
+        s_reserved        = 0;
+        s_host_va.clear();
+        m_driver->ops     = &s_ops;
+
+        for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {
+            gpumem_gpu_t *gpu;
+            ASSERT_EQ(UCS_OK, gpumem_gpu_create(m_driver, i, &gpu));
+            m_gpus.push_back(gpu);
+        }
+    }
+
+    virtual void TearDown() {
+        for (gpumem_gpu_t *gpu : m_gpus) {
+            gpumem_gpu_destroy(gpu);
+        }
+        m_gpus.clear();
+        m_driver->ops = s_emu_ops;
+        EXPECT_EQ(0, s_reserved) << "device addresses left reserved";
+        EXPECT_TRUE(s_host_va.empty()) << "system memory left mapped";
+        mem_core::TearDown();
+    }
+
+    static ucs_status_t va_reserve(gpumem_driver_gpu_t *gpu, size_t size,
+                                   size_t align, uint64_t *va_p) {
+        ucs_status_t status = s_emu_ops->va_reserve(gpu, size, align, va_p);
+        s_reserved += (status == UCS_OK);
+        return status;
+    }
+
+    static void va_release(gpumem_driver_gpu_t *gpu, uint64_t va,
+                           size_t size) {
+        --s_reserved;
+        s_emu_ops->va_release(gpu, va, size);
+    }
+
+    /* The GPU reaches the pages at their own address: nothing to map */
+    static ucs_status_t pt_map_host(gpumem_driver_gpu_t *, uint64_t va,
+                                    void *host, size_t, unsigned) {
+        EXPECT_EQ((uintptr_t)host, va);
+        s_host_va.insert(va);
+        return UCS_OK;
+    }
+
+    static ucs_status_t pt_unmap(gpumem_driver_gpu_t *gpu, uint64_t va,
+                                 size_t size) {
+        if (s_host_va.erase(va) > 0) {
+            return UCS_OK;
+        }
+        return s_emu_ops->pt_unmap(gpu, va, size);
+    }
+
+    static const gpumem_driver_ops_t *s_emu_ops;
+    static gpumem_driver_ops_t       s_ops;
+    static int                       s_reserved;
+    static std::set<uint64_t>        s_host_va;
+};
+
+const gpumem_driver_ops_t *mem_core_host_uva::s_emu_ops = NULL;
+gpumem_driver_ops_t       mem_core_host_uva::s_ops;
+int                       mem_core_host_uva::s_reserved = 0;
+std::set<uint64_t>        mem_core_host_uva::s_host_va;
+
+
+TEST_F(mem_core_host_uva, map_host_region_is_at_the_host_address) {
+    std::vector<char> buffer(3 * 4096);
+    char *a = &buffer[1234];
+    gpumem_region_t *region;
+
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), a, 100, &region));
+    EXPECT_EQ((uintptr_t)a, gpumem_region_address(region));
+    EXPECT_EQ((void*)a, gpumem_region_host(region));
+    /* No device addresses were taken for it */
+    EXPECT_EQ(0, s_reserved);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(mem_core_host_uva, host_alloc_region_is_at_its_host_address) {
+    gpumem_region_t *region = alloc(0, GPUMEM_KIND_HOST, 8192);
+
+    ASSERT_TRUE(region != NULL);
+    EXPECT_EQ((uintptr_t)gpumem_region_host(region),
+              gpumem_region_address(region));
+    EXPECT_EQ(0, s_reserved);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(mem_core_host_uva, gpu_memory_still_takes_device_addresses) {
+    gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
+
+    ASSERT_TRUE(region != NULL);
+    EXPECT_EQ(1, s_reserved);
+    write_dev(0, gpumem_region_address(region), "vram");
+    EXPECT_EQ("vram", read_dev(0, gpumem_region_address(region), 4));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+TEST_F(mem_core_host_uva, no_bus_addresses_without_physical_placement) {
+    gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_bus_range_t *ranges;
+    unsigned count;
+
+    ASSERT_TRUE(region != NULL);
+    ASSERT_GT(m_topo->num_nics, 0u);
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              gpumem_bus(gpu(0), region,
+                         &m_topo->devs[m_topo->num_gpus].reach, &ranges,
+                         &count));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
