@@ -75,7 +75,7 @@ TEST_F(cuda_handle, legacy_ipc_round_trip) {
     handle.type        = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
     handle.fd          = -1;
     handle.granularity = 0;
-    handle.alloc_id    = 0;
+    handle.alloc_id    = 77;
     handle.size        = 12345;
     memset(handle.ipc, 0xa5, sizeof(handle.ipc));
     buf = pack(handle);
@@ -177,6 +177,13 @@ TEST_F(cuda_handle, corrupt_fields_refused) {
     handle.type = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
     expect_refused(handle, UCS_ERR_INVALID_PARAM,
                    "fields of a VMM handle set");
+
+    handle             = vmm_handle();
+    handle.type        = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
+    handle.fd          = -1;
+    handle.granularity = 0;
+    handle.alloc_id    = 0;
+    expect_refused(handle, UCS_ERR_INVALID_PARAM, "no allocation id");
 }
 
 TEST_F(cuda_handle, allocations_at_one_fd_have_distinct_handles) {

@@ -40,6 +40,11 @@ typedef struct gpumem_driver_mem {
     size_t              page_size; /* 4 KiB, or 2 MiB */
     uint64_t            phys;      /* First VRAM offset: the emu and CUDA
                                       place an allocation contiguously */
+    uint64_t            fixed_va;  /* 0, or where the driver itself mapped
+                                      the memory for every GPU of the
+                                      process (an import of memory the
+                                      application allocated): the core
+                                      reserves and maps nothing for it */
 } gpumem_driver_mem_t;
 
 
@@ -190,6 +195,13 @@ typedef struct gpumem_driver_ops {
      * application's own included. UCS_ERR_NO_ELEM if none. */
     ucs_status_t (*addr_query)(gpumem_driver_t *driver, const void *addr,
                                gpumem_driver_addr_attr_t *attr);
+
+    /* Optional: a handle of memory the application allocated (the
+     * allocation that holds @a addr, described in @a attr), which
+     * mem_import maps at an address of its own (fixed_va) */
+    ucs_status_t (*addr_export)(gpumem_driver_t *driver, const void *addr,
+                                void *buf, size_t *length_p,
+                                gpumem_driver_addr_attr_t *attr);
 
     /* Turns the GPU's bus mastering off: it reaches no memory after */
     void         (*release)(gpumem_driver_gpu_t *gpu);

@@ -105,15 +105,13 @@ uct_gpumem_ipc_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
     uint64_t start            = (uintptr_t)address;
     uct_gpumem_ipc_memh_t *memh;
     gpumem_region_t *region;
+    uint64_t alloc_address;
     ucs_status_t status;
+    size_t alloc_size;
     int gpu;
 
-    gpu    = uct_gpumem_context_find_gpu(md->context, address);
-    region = (gpu < 0) ? NULL : gpumem_find_region(md->context->gpus[gpu],
-                                                   start);
-    if ((region == NULL) ||
-        (length > gpumem_region_address(region) + gpumem_region_size(region) -
-                  start)) {
+    gpu = uct_gpumem_context_find_gpu(md->context, address);
+    if (gpu < 0) {
         ucs_log(log_level, "gpumem_ipc: cannot register %zu bytes at %p: no "
                 "device memory allocation holds them", length, address);
         return UCS_ERR_INVALID_ADDR;
@@ -125,18 +123,41 @@ uct_gpumem_ipc_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = gpumem_export(region, memh->key.handle, &memh->key.handle_len);
+    /* The plugin's own allocation, else the application's (cudaMalloc),
+     * where the driver has handles of it */
+    region = gpumem_find_region(md->context->gpus[gpu], start);
+    if (region != NULL) {
+        alloc_address = gpumem_region_address(region);
+        alloc_size    = gpumem_region_size(region);
+        status        = (length > alloc_address + alloc_size - start) ?
+                        UCS_ERR_INVALID_ADDR :
+                        gpumem_export(region, memh->key.handle,
+                                      &memh->key.handle_len);
+    } else {
+        status = gpumem_export_addr(md->context->gpus[gpu], address,
+                                    memh->key.handle, &memh->key.handle_len,
+                                    &alloc_address, &alloc_size);
+    }
+    if ((status == UCS_OK) &&
+        ((start < alloc_address) ||
+         (length > alloc_address + alloc_size - start))) {
+        status = UCS_ERR_INVALID_ADDR;
+    }
     if (status != UCS_OK) {
+        ucs_log(log_level, "gpumem_ipc: cannot register %zu bytes at %p: no "
+                "device memory allocation holds them, or it has no handle "
+                "(%s)", length, address, ucs_status_string(status));
         ucs_free(memh);
-        return status;
+        return (status == UCS_ERR_UNSUPPORTED) ? UCS_ERR_INVALID_ADDR :
+               status;
     }
 
     memh->key.uid           = geteuid();
     memh->key.pid           = getpid();
     memh->key.machine       = uct_gpumem_ipc_cache_machine(md->cache);
     memh->key.gpu           = gpumem_gpu_reach(md->context->gpus[gpu])->addr;
-    memh->key.alloc_address = gpumem_region_address(region);
-    memh->key.alloc_size    = gpumem_region_size(region);
+    memh->key.alloc_address = alloc_address;
+    memh->key.alloc_size    = alloc_size;
     memh->key.address       = start;
     memh->key.length        = length;
     *memh_p                 = memh;

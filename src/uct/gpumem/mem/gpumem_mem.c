@@ -251,9 +251,16 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
     mapping->gpu      = gpu;
     mapping->memory   = memory;
     mapping->va_size  = memory->size;
-    mapping->va_owned = (memory->type == GPUMEM_MEMORY_VRAM) ||
+    mapping->va_owned = (memory->type == GPUMEM_MEMORY_VRAM) ?
+                        (memory->vram->fixed_va == 0) :
                         !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_HOST_UVA);
-    if (mapping->va_owned) {
+    if ((memory->type == GPUMEM_MEMORY_VRAM) && !mapping->va_owned) {
+        /* The driver mapped it already, where it chose, for every GPU */
+        mapping->va = memory->vram->fixed_va;
+        ucs_list_add_tail(&gpu->mappings, &mapping->list);
+        *mapping_p = mapping;
+        return UCS_OK;
+    } else if (mapping->va_owned) {
         status = gpu->ops->va_reserve(gpu->dgpu, mapping->va_size, align,
                                       &mapping->va);
         if (status != UCS_OK) {
@@ -908,6 +915,20 @@ _Static_assert(sizeof(gpumem_export_header_t) <=
                GPUMEM_EXPORT_MAX - GPUMEM_DRIVER_EXPORT_MAX,
                "an export header fits before the driver's handle");
 
+static void gpumem_export_header_fill(gpumem_export_header_t *header,
+                                      const gpumem_topo_reach_t *owner,
+                                      size_t driver_len)
+{
+    header->magic      = GPUMEM_EXPORT_MAGIC;
+    header->version    = GPUMEM_EXPORT_VERSION;
+    header->domain     = owner->addr.domain;
+    header->bus        = owner->addr.bus;
+    header->dev        = owner->addr.dev;
+    header->fn         = owner->addr.fn;
+    header->driver_len = driver_len;
+    header->reserved   = 0;
+}
+
 ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
                            size_t *length_p)
 {
@@ -946,16 +967,43 @@ ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
         return status;
     }
 
-    owner              = gpumem_gpu_reach(memory->owner);
-    header->magic      = GPUMEM_EXPORT_MAGIC;
-    header->version    = GPUMEM_EXPORT_VERSION;
-    header->domain     = owner->addr.domain;
-    header->bus        = owner->addr.bus;
-    header->dev        = owner->addr.dev;
-    header->fn         = owner->addr.fn;
-    header->driver_len = driver_len;
-    header->reserved   = 0;
-    *length_p          = sizeof(*header) + driver_len;
+    owner = gpumem_gpu_reach(memory->owner);
+    gpumem_export_header_fill(header, owner, driver_len);
+    *length_p = sizeof(*header) + driver_len;
+    return UCS_OK;
+}
+
+ucs_status_t gpumem_export_addr(gpumem_gpu_t *gpu, const void *address,
+                                void *buf, size_t *length_p,
+                                uint64_t *base_p, size_t *size_p)
+{
+    gpumem_export_header_t *header = buf;
+    gpumem_driver_addr_attr_t attr;
+    size_t driver_len;
+    ucs_status_t status;
+
+    if (gpu->ops->addr_export == NULL) {
+        ucs_debug("gpumem: the %s driver has no handles of the "
+                  "application's own device memory", gpu->ops->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = gpu->ops->addr_export(gpu->driver, address, header + 1,
+                                   &driver_len, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (attr.gpu_index != gpu->index) {
+        ucs_error("gpumem: export of %p as memory of GPU %u: it is GPU "
+                  "%u's", address, gpu->index, attr.gpu_index);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    gpumem_export_header_fill(header, gpumem_gpu_reach(gpu), driver_len);
+    *length_p = sizeof(*header) + driver_len;
+    *base_p   = attr.base;
+    *size_p   = attr.size;
     return UCS_OK;
 }
 

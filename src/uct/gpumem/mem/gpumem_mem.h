@@ -132,6 +132,17 @@ ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
                            size_t *length_p);
 
 /**
+ * A handle of device memory the application allocated with the driver's own
+ * calls (cudaMalloc), which gpumem_import maps in another process: the
+ * allocation that holds @a address, on @a gpu, whose first byte and size
+ * are set in @a base_p and @a size_p. UCS_ERR_UNSUPPORTED where the driver
+ * has no such handles (the emu, whose device memory is all the core's).
+ */
+ucs_status_t gpumem_export_addr(gpumem_gpu_t *gpu, const void *address,
+                                void *buf, size_t *length_p,
+                                uint64_t *base_p, size_t *size_p);
+
+/**
  * map_peer across processes: map for @a gpu the memory another process
  * exported. The handle is bytes from a peer: every field is checked, and a
  * bad one is UCS_ERR_INVALID_PARAM (or the driver's refusal) with a log

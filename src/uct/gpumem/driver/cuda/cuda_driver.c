@@ -142,9 +142,8 @@ static int gpumem_cuda_is_device_addr(gpumem_driver_t *driver,
     return 0;
 }
 
-static ucs_status_t
-gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
-                       gpumem_driver_addr_attr_t *attr)
+ucs_status_t gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
+                                    gpumem_driver_addr_attr_t *attr)
 {
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
@@ -265,6 +264,7 @@ static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .copy_poll      = gpumem_cuda_copy_poll,
     .is_device_addr = gpumem_cuda_is_device_addr,
     .addr_query     = gpumem_cuda_addr_query,
+    .addr_export    = gpumem_cuda_addr_export,
     .release        = gpumem_cuda_release,
     .inject_fault   = gpumem_cuda_inject_fault
 };
@@ -466,6 +466,7 @@ ucs_status_t gpumem_cuda_open(gpumem_topo_t *topo, gpumem_driver_t **driver_p)
     cuda->num_gpus  = count;
     pthread_mutex_init(&cuda->host_lock, NULL);
     ucs_list_head_init(&cuda->hosts);
+    ucs_list_head_init(&cuda->opened);
 
     /* Topology order is PCI address order: place every device first */
     for (i = 0; i < cuda->num_gpus; ++i) {

@@ -92,8 +92,10 @@ ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
             why = NULL;
         }
     } else if (h.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC) {
-        why = ((h.fd != -1) || (h.granularity != 0) || (h.alloc_id != 0)) ?
-              "fields of a VMM handle set in a legacy IPC handle" : NULL;
+        /* The allocation id is the driver's buffer id */
+        why = ((h.fd != -1) || (h.granularity != 0)) ?
+              "fields of a VMM handle set in a legacy IPC handle" :
+              (h.alloc_id == 0) ? "no allocation id" : NULL;
     } else {
         why = "an unknown type";
     }

@@ -46,8 +46,9 @@ typedef struct gpumem_cuda_handle {
     uint32_t reserved;      /* 0 */
     uint64_t size;          /* Bytes the handle maps */
     uint64_t granularity;   /* VMM_FD: the allocation granularity */
-    uint64_t alloc_id;      /* VMM_FD: the exporter's allocation, unique in
-                               its life: an fd number reused for another
+    uint64_t alloc_id;      /* The exporter's allocation, unique in its
+                               life (LEGACY_IPC: the driver's buffer id):
+                               an fd number or address reused for another
                                allocation makes another handle */
     uint8_t  ipc[GPUMEM_CUDA_IPC_HANDLE_SIZE]; /* LEGACY_IPC: the handle */
 } UCS_S_PACKED gpumem_cuda_handle_t;

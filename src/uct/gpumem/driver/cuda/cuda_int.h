@@ -26,6 +26,7 @@
 
 
 typedef struct gpumem_cuda_driver gpumem_cuda_driver_t;
+typedef struct gpumem_cuda_opened gpumem_cuda_opened_t;
 
 
 /**
@@ -58,6 +59,7 @@ typedef struct gpumem_cuda_mem {
     int                          export_fd;   /* -1 until exported */
     int                          imported;
     uint64_t                     alloc_id;    /* Unique in the process */
+    gpumem_cuda_opened_t         *opened;     /* Legacy IPC: its mapping */
     CUdeviceptr                  dmabuf_va;   /* 0 until dmabuf_export */
 } gpumem_cuda_mem_t;
 
@@ -75,6 +77,20 @@ typedef struct gpumem_cuda_host {
 } gpumem_cuda_host_t;
 
 
+/**
+ * Memory of another process opened from a legacy IPC handle: the driver
+ * maps it once per process, at an address of its choosing, counted.
+ */
+struct gpumem_cuda_opened {
+    int32_t         pid;         /* The exporter */
+    uint64_t        buffer_id;   /* Its allocation */
+    CUdeviceptr     va;          /* Where it is mapped here */
+    size_t          size;
+    unsigned        refs;        /* Memory objects over it */
+    ucs_list_link_t list;
+};
+
+
 struct gpumem_cuda_driver {
     gpumem_driver_t   super;
     unsigned          num_gpus;
@@ -82,6 +98,7 @@ struct gpumem_cuda_driver {
     size_t            granularity;  /* Largest of the GPUs' minimum */
     pthread_mutex_t   host_lock;
     ucs_list_link_t   hosts;        /* gpumem_cuda_host_t */
+    ucs_list_link_t   opened;       /* gpumem_cuda_opened_t, host_lock */
 };
 
 
@@ -139,6 +156,12 @@ ucs_status_t gpumem_cuda_pt_map_vram(gpumem_driver_gpu_t *gpu, uint64_t va,
                                      size_t size, unsigned flags);
 ucs_status_t gpumem_cuda_pt_unmap(gpumem_driver_gpu_t *gpu, uint64_t va,
                                   size_t size);
+ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
+                                     const void *addr, void *buf,
+                                     size_t *length_p,
+                                     gpumem_driver_addr_attr_t *attr);
+ucs_status_t gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
+                                    gpumem_driver_addr_attr_t *attr);
 ucs_status_t gpumem_cuda_bar_map(gpumem_driver_mem_t *mem, void **addr_p);
 void gpumem_cuda_bar_unmap(gpumem_driver_mem_t *mem, void *addr);
 ucs_status_t gpumem_cuda_dmabuf_export(gpumem_driver_mem_t *mem, int *fd_p,

@@ -133,13 +133,52 @@ ucs_status_t gpumem_cuda_mem_alloc(gpumem_driver_gpu_t *handle, size_t size,
     return UCS_OK;
 }
 
+/* The legacy IPC mapping at @a va, or NULL (host_lock held) */
+static gpumem_cuda_opened_t *
+gpumem_cuda_opened_lookup(gpumem_cuda_driver_t *driver, uint64_t va)
+{
+    gpumem_cuda_opened_t *opened;
+
+    ucs_list_for_each(opened, &driver->opened, list) {
+        if (opened->va == va) {
+            return opened;
+        }
+    }
+    return NULL;
+}
+
+static void gpumem_cuda_opened_put(gpumem_cuda_gpu_t *gpu,
+                                   gpumem_cuda_opened_t *opened)
+{
+    gpumem_cuda_driver_t *driver = gpu->driver;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&driver->host_lock);
+    if (--opened->refs > 0) {
+        pthread_mutex_unlock(&driver->host_lock);
+        return;
+    }
+    ucs_list_del(&opened->list);
+    pthread_mutex_unlock(&driver->host_lock);
+
+    if (gpumem_cuda_gpu_enter(gpu, "close a legacy IPC mapping") == UCS_OK) {
+        GPUMEM_CUDA_CALL(&status, cuIpcCloseMemHandle, (opened->va),
+                         "GPU %u: memory of process %d at 0x%llx",
+                         gpu->index, opened->pid,
+                         (unsigned long long)opened->va);
+    }
+    ucs_free(opened);
+}
+
 void gpumem_cuda_mem_free(gpumem_driver_mem_t *super)
 {
     gpumem_cuda_mem_t *mem = gpumem_cuda_mem(super);
     gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(super->gpu);
     ucs_status_t status;
 
-    if (gpumem_cuda_gpu_enter(gpu, "free") == UCS_OK) {
+    if (mem->opened != NULL) {
+        gpumem_cuda_opened_put(gpu, mem->opened);
+    } else if (gpumem_cuda_gpu_enter(gpu, "free") == UCS_OK) {
         if (mem->dmabuf_va != 0) {
             gpumem_cuda_api.cuMemUnmap(mem->dmabuf_va, mem->alloc_size);
             gpumem_cuda_api.cuMemAddressFree(mem->dmabuf_va, mem->alloc_size);
@@ -233,6 +272,124 @@ static ucs_status_t gpumem_cuda_fd_take(gpumem_cuda_gpu_t *gpu, int pid,
     return UCS_OK;
 }
 
+/* Memory another process allocated with cudaMalloc: the driver maps it,
+ * once in this process, where it chooses */
+static ucs_status_t
+gpumem_cuda_legacy_import(gpumem_cuda_gpu_t *gpu,
+                          const gpumem_cuda_handle_t *handle,
+                          gpumem_driver_mem_t **mem_p)
+{
+    gpumem_cuda_driver_t *driver = gpu->driver;
+    gpumem_cuda_opened_t *opened;
+    CUipcMemHandle ipc_handle;
+    gpumem_cuda_mem_t *mem;
+    ucs_status_t status;
+
+    mem = gpumem_cuda_mem_new(gpu, handle->size, GPUMEM_CUDA_SMALL_PAGE);
+    if (mem == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    pthread_mutex_lock(&driver->host_lock);
+    ucs_list_for_each(opened, &driver->opened, list) {
+        if ((opened->pid == handle->pid) &&
+            (opened->buffer_id == handle->alloc_id)) {
+            goto out_take;
+        }
+    }
+
+    opened = ucs_calloc(1, sizeof(*opened), "gpumem_cuda_opened");
+    if (opened == NULL) {
+        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "cannot allocate a "
+                            "legacy IPC mapping");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_unlock;
+    }
+
+    memcpy(&ipc_handle, handle->ipc, sizeof(ipc_handle));
+    GPUMEM_CUDA_CALL(&status, cuIpcOpenMemHandle,
+                     (&opened->va, ipc_handle,
+                      CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                     "GPU %u: legacy IPC handle of process %d (%"PRIu64
+                     " bytes)", gpu->index, handle->pid, handle->size);
+    if (status != UCS_OK) {
+        ucs_free(opened);
+        goto err_unlock;
+    }
+
+    opened->pid       = handle->pid;
+    opened->buffer_id = handle->alloc_id;
+    opened->size      = handle->size;
+    ucs_list_add_tail(&driver->opened, &opened->list);
+
+out_take:
+    ++opened->refs;
+    pthread_mutex_unlock(&driver->host_lock);
+    mem->imported       = 1;
+    mem->opened         = opened;
+    mem->super.fixed_va = opened->va;
+    *mem_p              = &mem->super;
+    return UCS_OK;
+
+err_unlock:
+    pthread_mutex_unlock(&driver->host_lock);
+    ucs_free(mem);
+    return status;
+}
+
+ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
+                                     const void *addr, void *buf,
+                                     size_t *length_p,
+                                     gpumem_driver_addr_attr_t *attr)
+{
+    gpumem_cuda_driver_t *cuda = ucs_derived_of(driver, gpumem_cuda_driver_t);
+    gpumem_cuda_handle_t handle;
+    CUipcMemHandle ipc_handle;
+    gpumem_cuda_gpu_t *gpu;
+    ucs_status_t status;
+
+    if (gpumem_cuda_addr_query(driver, addr, attr) != UCS_OK) {
+        ucs_error("gpumem cuda: export of %p: not the device memory of an "
+                  "allocation", addr);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    gpu = &cuda->gpus[attr->gpu_index];
+    if (attr->managed) {
+        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "export of %p: "
+                            "managed memory has no IPC handle", addr);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = gpumem_cuda_gpu_enter(gpu, "export an allocation");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Memory of cudaMalloc or cuMemAlloc; the driver refuses VMM memory
+     * the application mapped itself */
+    GPUMEM_CUDA_CALL(&status, cuIpcGetMemHandle,
+                     (&ipc_handle, (CUdeviceptr)attr->base),
+                     "GPU %u: legacy IPC handle of %zu bytes at 0x%"PRIx64,
+                     gpu->index, attr->size, attr->base);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    memset(&handle, 0, sizeof(handle));
+    handle.magic    = GPUMEM_CUDA_HANDLE_MAGIC;
+    handle.version  = GPUMEM_CUDA_HANDLE_VERSION;
+    handle.type     = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
+    handle.uid      = geteuid();
+    handle.pid      = getpid();
+    handle.fd       = -1;
+    handle.size     = attr->size;
+    handle.alloc_id = attr->buffer_id;
+    memcpy(handle.ipc, &ipc_handle, sizeof(handle.ipc));
+    return gpumem_cuda_handle_pack(&handle, buf, GPUMEM_DRIVER_EXPORT_MAX,
+                                   length_p);
+}
+
 ucs_status_t gpumem_cuda_mem_import(gpumem_driver_gpu_t *handle_gpu,
                                     const void *buf, size_t length,
                                     gpumem_driver_mem_t **mem_p)
@@ -249,17 +406,13 @@ ucs_status_t gpumem_cuda_mem_import(gpumem_driver_gpu_t *handle_gpu,
         return status;
     }
 
-    if (handle.type != GPUMEM_CUDA_HANDLE_VMM_FD) {
-        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "memory handle of "
-                            "process %d: a legacy IPC handle maps at an "
-                            "address of the driver's choosing, which the "
-                            "memory core cannot place", handle.pid);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
     status = gpumem_cuda_check_live(gpu, "import");
     if (status != UCS_OK) {
         return status;
+    }
+
+    if (handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC) {
+        return gpumem_cuda_legacy_import(gpu, &handle, mem_p);
     }
 
     page_size = ((handle.size % GPUMEM_CUDA_LARGE_PAGE) == 0) ?
@@ -390,10 +543,19 @@ ucs_status_t gpumem_cuda_pt_unmap(gpumem_driver_gpu_t *handle, uint64_t va,
                                   size_t size)
 {
     gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
+    gpumem_cuda_opened_t *opened;
     ucs_status_t status;
 
-    /* System memory is reached at its own address: nothing was mapped */
+    /* System memory is reached at its own address, and the driver maps
+     * legacy IPC memory itself: nothing was mapped */
     if (gpumem_cuda_host_find(gpu->driver, va)) {
+        return UCS_OK;
+    }
+
+    pthread_mutex_lock(&gpu->driver->host_lock);
+    opened = gpumem_cuda_opened_lookup(gpu->driver, va);
+    pthread_mutex_unlock(&gpu->driver->host_lock);
+    if (opened != NULL) {
         return UCS_OK;
     }
 
@@ -462,6 +624,8 @@ ucs_status_t gpumem_cuda_dmabuf_export(gpumem_driver_mem_t *super, int *fd_p,
     gpumem_cuda_mem_t *mem = gpumem_cuda_mem(super);
     gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(super->gpu);
     ucs_status_t status;
+    CUdeviceptr va;
+    size_t size;
     CUresult res;
     int fd;
 
@@ -477,23 +641,29 @@ ucs_status_t gpumem_cuda_dmabuf_export(gpumem_driver_mem_t *super, int *fd_p,
         return status;
     }
 
-    if (mem->dmabuf_va == 0) {
-        status = gpumem_cuda_dmabuf_map(mem);
-        if (status != UCS_OK) {
-            return status;
+    if (mem->opened != NULL) {
+        va   = mem->opened->va;
+        size = ucs_align_up(mem->opened->size, GPUMEM_CUDA_SMALL_PAGE);
+    } else {
+        if (mem->dmabuf_va == 0) {
+            status = gpumem_cuda_dmabuf_map(mem);
+            if (status != UCS_OK) {
+                return status;
+            }
         }
+        va   = mem->dmabuf_va;
+        size = mem->alloc_size;
     }
 
     res = gpumem_cuda_api.cuMemGetHandleForAddressRange(
-            &fd, mem->dmabuf_va, mem->alloc_size,
-            CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+            &fd, va, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (res != CUDA_SUCCESS) {
         /* The registration domain decides what to do instead, and says
          * so; the driver's refusal is told here */
         return gpumem_cuda_log_result(UCS_LOG_LEVEL_DIAG, res,
                                       "cuMemGetHandleForAddressRange",
                                       "GPU %u: dma-buf of %zu bytes",
-                                      gpu->index, mem->alloc_size);
+                                      gpu->index, size);
     }
 
     *fd_p     = fd;
