@@ -228,90 +228,139 @@ TEST_F(cuda_device, dmabuf_for_nic_or_clear_refusal) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }
 
-/* The exporter of two_processes_share_memory, run as a process of its own
- * (a CUDA process cannot fork a CUDA child) */
+/* The exporter of the two-process tests, run as a process of its own (a
+ * CUDA process cannot fork a CUDA child): "vmm" exports memory the core
+ * allocated, "legacy" memory the application allocated with cuMemAlloc */
 TEST_F(cuda_device, export_child) {
-    const char *out_env = getenv("GPUMEM_TEST_CUDA_EXPORT_FD");
-    const char *in_env  = getenv("GPUMEM_TEST_CUDA_WAIT_FD");
-    const size_t size   = 4ul << 20;
+    const char *out_env  = getenv("GPUMEM_TEST_CUDA_EXPORT_FD");
+    const char *in_env   = getenv("GPUMEM_TEST_CUDA_WAIT_FD");
+    const char *kind_env = getenv("GPUMEM_TEST_CUDA_EXPORT_KIND");
+    const size_t size    = 3ul << 20;
     std::vector<uint8_t> bytes = pattern(size, 13);
     uint8_t handle[GPUMEM_EXPORT_MAX];
-    gpumem_region_t *region;
+    gpumem_region_t *region = NULL;
+    CUdeviceptr app_ptr     = 0;
+    uint64_t address, base;
+    size_t length, alloc_size;
     uint32_t length32;
-    size_t length;
+    CUcontext ctx;
+    CUdevice dev;
     char done;
 
-    if ((out_env == NULL) || (in_env == NULL)) {
-        GTEST_SKIP() << "the exporter of two_processes_share_memory, which "
-                        "runs it";
+    if ((out_env == NULL) || (in_env == NULL) || (kind_env == NULL)) {
+        GTEST_SKIP() << "the exporter of the two-process tests, which run it";
     }
 
-    region = alloc(0, size);
-    ASSERT_TRUE(region != NULL);
-    ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(region), true,
-                           (uintptr_t)bytes.data(), false, size));
-    ASSERT_EQ(UCS_OK, gpumem_export(region, handle, &length));
+    if (std::string(kind_env) == "legacy") {
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuDeviceGet(&dev, 0));
+        ASSERT_EQ(CUDA_SUCCESS,
+                  gpumem_cuda_api.cuDevicePrimaryCtxRetain(&ctx, dev));
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuCtxSetCurrent(ctx));
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuMemAlloc(&app_ptr, size));
+        address = app_ptr;
+    } else {
+        region = alloc(0, size);
+        ASSERT_TRUE(region != NULL);
+        address = gpumem_region_address(region);
+    }
+
+    ASSERT_EQ(UCS_OK, copy(0, address, true, (uintptr_t)bytes.data(), false,
+                           size));
+    if (region != NULL) {
+        ASSERT_EQ(UCS_OK, gpumem_export(region, handle, &length));
+    } else {
+        /* Any address inside names the whole allocation */
+        ASSERT_EQ(UCS_OK, gpumem_export_addr(gpu(0), (void*)(address + 4096),
+                                             handle, &length, &base,
+                                             &alloc_size));
+        EXPECT_EQ(address, base);
+        EXPECT_EQ(size, alloc_size);
+    }
+
     length32 = length;
     ASSERT_EQ((ssize_t)sizeof(length32),
               write(atoi(out_env), &length32, sizeof(length32)));
     ASSERT_EQ((ssize_t)length, write(atoi(out_env), handle, length));
     /* The memory stays until the importer is done */
     ASSERT_EQ(1, read(atoi(in_env), &done, 1));
-    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+
+    if (region != NULL) {
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    } else {
+        EXPECT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuMemFree(app_ptr));
+        gpumem_cuda_api.cuDevicePrimaryCtxRelease(dev);
+    }
 }
 
-TEST_F(cuda_device, two_processes_share_memory) {
-    const size_t size          = 4ul << 20;
-    std::vector<uint8_t> bytes = pattern(size, 13);
-    std::vector<uint8_t> back(size);
-    uint8_t handle[GPUMEM_EXPORT_MAX];
-    int to_parent[2], to_child[2];
-    gpumem_region_t *imported;
-    std::string out_env, in_env;
-    uint32_t length;
-    pid_t pid;
-    int wstatus;
-    char done = 1;
+class cuda_device_two_processes : public cuda_device {
+protected:
+    /* Runs export_child of @a kind, imports its handle onto GPU 0 and
+     * checks the bytes it wrote */
+    void import_from_child(const std::string &kind) {
+        const size_t size          = 3ul << 20;
+        std::vector<uint8_t> bytes = pattern(size, 13);
+        std::vector<uint8_t> back(size);
+        uint8_t handle[GPUMEM_EXPORT_MAX];
+        int to_parent[2], to_child[2];
+        std::string out_env, in_env, kind_env;
+        gpumem_region_t *imported;
+        std::vector<char*> envp;
+        uint32_t length;
+        int wstatus;
+        char done = 1;
+        pid_t pid;
 
-    ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
-    ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
+        ASSERT_EQ(0, pipe2(to_parent, O_CLOEXEC));
+        ASSERT_EQ(0, pipe2(to_child, O_CLOEXEC));
 
-    /* The child's ends survive its exec */
-    ASSERT_EQ(0, fcntl(to_parent[1], F_SETFD, 0));
-    ASSERT_EQ(0, fcntl(to_child[0], F_SETFD, 0));
-    out_env = "GPUMEM_TEST_CUDA_EXPORT_FD=" + std::to_string(to_parent[1]);
-    in_env  = "GPUMEM_TEST_CUDA_WAIT_FD=" + std::to_string(to_child[0]);
+        /* The child's ends survive its exec */
+        ASSERT_EQ(0, fcntl(to_parent[1], F_SETFD, 0));
+        ASSERT_EQ(0, fcntl(to_child[0], F_SETFD, 0));
+        out_env  = "GPUMEM_TEST_CUDA_EXPORT_FD=" +
+                   std::to_string(to_parent[1]);
+        in_env   = "GPUMEM_TEST_CUDA_WAIT_FD=" + std::to_string(to_child[0]);
+        kind_env = "GPUMEM_TEST_CUDA_EXPORT_KIND=" + kind;
 
-    std::vector<char*> envp;
-    for (char **env = environ; *env != NULL; ++env) {
-        envp.push_back(*env);
+        for (char **env = environ; *env != NULL; ++env) {
+            envp.push_back(*env);
+        }
+        envp.push_back(&out_env[0]);
+        envp.push_back(&in_env[0]);
+        envp.push_back(&kind_env[0]);
+        envp.push_back(NULL);
+
+        char filter[] = "--gtest_filter=cuda_device.export_child";
+        char exe[]    = "/proc/self/exe";
+        char *argv[]  = {exe, filter, NULL};
+        ASSERT_EQ(0, posix_spawn(&pid, exe, NULL, NULL, argv, envp.data()));
+        close(to_parent[1]);
+        close(to_child[0]);
+
+        /* The importer is the exporter's parent: pidfd_getfd(2) lets it
+         * take the fd even under Yama's ptrace_scope 1 */
+        ASSERT_EQ((ssize_t)sizeof(length),
+                  read(to_parent[0], &length, sizeof(length)));
+        ASSERT_LE(length, sizeof(handle));
+        ASSERT_EQ((ssize_t)length, read(to_parent[0], handle, length));
+        ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
+        EXPECT_GE(gpumem_region_size(imported), size);
+        ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
+                               gpumem_region_address(imported), true, size));
+        EXPECT_TRUE(bytes == back);
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+
+        EXPECT_EQ(1, write(to_child[1], &done, 1));
+        ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+        EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0));
+        close(to_parent[0]);
+        close(to_child[1]);
     }
-    envp.push_back(&out_env[0]);
-    envp.push_back(&in_env[0]);
-    envp.push_back(NULL);
+};
 
-    char filter[] = "--gtest_filter=cuda_device.export_child";
-    char exe[]    = "/proc/self/exe";
-    char *argv[]  = {exe, filter, NULL};
-    ASSERT_EQ(0, posix_spawn(&pid, exe, NULL, NULL, argv, envp.data()));
-    close(to_parent[1]);
-    close(to_child[0]);
+TEST_F(cuda_device_two_processes, vmm_memory_shared_by_fd) {
+    import_from_child("vmm");
+}
 
-    /* The importer is the exporter's parent: pidfd_getfd(2) lets it take
-     * the fd even under Yama's ptrace_scope 1 */
-    ASSERT_EQ((ssize_t)sizeof(length),
-              read(to_parent[0], &length, sizeof(length)));
-    ASSERT_LE(length, sizeof(handle));
-    ASSERT_EQ((ssize_t)length, read(to_parent[0], handle, length));
-    ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
-    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
-                           gpumem_region_address(imported), true, size));
-    EXPECT_TRUE(bytes == back);
-    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
-
-    EXPECT_EQ(1, write(to_child[1], &done, 1));
-    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
-    EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0));
-    close(to_parent[0]);
-    close(to_child[1]);
+TEST_F(cuda_device_two_processes, application_memory_shared_by_legacy_ipc) {
+    import_from_child("legacy");
 }

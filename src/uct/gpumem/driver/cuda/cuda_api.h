@@ -53,6 +53,8 @@ BEGIN_C_DECLS
     _fn(cuEventRecord,                 "cuEventRecord",                 1) \
     _fn(cuEventQuery,                  "cuEventQuery",                  1) \
     _fn(cuMemcpyAsync,                 "cuMemcpyAsync",                 1) \
+    _fn(cuMemAlloc,                    "cuMemAlloc_v2",                 1) \
+    _fn(cuMemFree,                     "cuMemFree_v2",                  1) \
     _fn(cuMemCreate,                   "cuMemCreate",                   1) \
     _fn(cuMemRelease,                  "cuMemRelease",                  1) \
     _fn(cuMemAddressReserve,           "cuMemAddressReserve",           1) \
