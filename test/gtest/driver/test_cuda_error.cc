@@ -1,6 +1,6 @@
 /**
- * gpumem tests: the cuda driver's CUresult mapping and its log lines,
- * without a device.
+ * gpumem tests: the cuda driver's CUresult mapping and its log lines, and
+ * the driver's PCI bus ids, without a device.
  *
  * See file LICENSE for terms.
  */
@@ -72,4 +72,27 @@ TEST_F(cuda_error, log_below_level_is_silent) {
               gpumem_cuda_log_result(UCS_LOG_LEVEL_TRACE,
                                      CUDA_ERROR_NOT_SUPPORTED, "cuMemMap",
                                      "quiet"));
+}
+
+TEST_F(cuda_error, bus_ids_of_the_driver_parse) {
+    gpumem_pci_addr_t addr;
+
+    ASSERT_EQ(UCS_OK, gpumem_cuda_bus_id_parse("0000:1B:00.0", &addr));
+    EXPECT_EQ(0u, addr.domain);
+    EXPECT_EQ(0x1bu, addr.bus);
+    EXPECT_EQ(0u, addr.dev);
+    EXPECT_EQ(0u, addr.fn);
+
+    ASSERT_EQ(UCS_OK, gpumem_cuda_bus_id_parse("00000002:c1:1f.7", &addr));
+    EXPECT_EQ(2u, addr.domain);
+    EXPECT_EQ(0xc1u, addr.bus);
+    EXPECT_EQ(0x1fu, addr.dev);
+    EXPECT_EQ(7u, addr.fn);
+
+    for (const char *bad : {"", "0000:1B:00", "0000:1B:00.0x", "1B:00.0:0",
+                            "10000:1B:00.0", "0000:1B:20.0", "0000:1B:00.8",
+                            "GPU-0"}) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_cuda_bus_id_parse(bad, &addr))
+                << "'" << bad << "'";
+    }
 }

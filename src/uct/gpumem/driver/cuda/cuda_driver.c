@@ -14,6 +14,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -269,6 +270,27 @@ static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .inject_fault   = gpumem_cuda_inject_fault
 };
 
+ucs_status_t gpumem_cuda_bus_id_parse(const char *bus_id,
+                                      gpumem_pci_addr_t *addr_p)
+{
+    unsigned domain, bus, dev, fn;
+    int end = -1;
+
+    /* The driver writes the domain with 4 or 8 digits, hex in either case */
+    if ((sscanf(bus_id, "%8x:%2x:%2x.%1x%n", &domain, &bus, &dev, &fn,
+                &end) != 4) ||
+        (end < 0) || (bus_id[end] != '\0') || (domain > UINT16_MAX) ||
+        (dev > 0x1f) || (fn > 7)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    addr_p->domain = domain;
+    addr_p->bus    = bus;
+    addr_p->dev    = dev;
+    addr_p->fn     = fn;
+    return UCS_OK;
+}
+
 /* The GPU's place: the topology's facts for the device at its PCI bus id,
  * or, where the topology does not list it, its address and machine alone
  * (reaches() then says "unknown" for it) */
@@ -287,7 +309,7 @@ static ucs_status_t gpumem_cuda_gpu_place(gpumem_cuda_gpu_t *gpu,
     }
 
     memset(&gpu->reach, 0, sizeof(gpu->reach));
-    status = gpumem_pci_addr_parse(bus_id, &gpu->reach.addr);
+    status = gpumem_cuda_bus_id_parse(bus_id, &gpu->reach.addr);
     if (status != UCS_OK) {
         ucs_error("gpumem cuda: device %d has PCI bus id '%s', which is not "
                   "a PCI address", gpu->ordinal, bus_id);

@@ -22,6 +22,14 @@ ucs_status_t gpumem_cuda_probe(char *why_buf, size_t max);
 
 
 /**
+ * The PCI address in a bus id of cuDeviceGetPCIBusId ("0000:1B:00.0",
+ * "00000000:1b:00.0"); UCS_ERR_INVALID_PARAM for anything else.
+ */
+ucs_status_t gpumem_cuda_bus_id_parse(const char *bus_id,
+                                      gpumem_pci_addr_t *addr_p);
+
+
+/**
  * Open the CUDA devices of the process, in PCI address order, each matched
  * to the GPU of @a topo (the live machine) at its PCI bus id for its
  * reach() facts, which are cross-checked with cuDeviceCanAccessPeer.
