@@ -161,6 +161,20 @@ uct_gpumem_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
  * mapped, so a registration holds nothing */
 static char uct_gpumem_md_reg_handle;
 
+/* Whether an allocation of the application's holds the range */
+static int uct_gpumem_md_app_memory_holds(uct_gpumem_md_t *md,
+                                          const void *address, size_t length)
+{
+    gpumem_driver_t *driver = md->context->driver;
+    uintptr_t start         = (uintptr_t)address;
+    gpumem_driver_addr_attr_t attr;
+
+    return (driver->ops->addr_query != NULL) &&
+           (driver->ops->addr_query(driver, address, &attr) == UCS_OK) &&
+           (start >= attr.base) &&
+           (length <= attr.base + attr.size - start);
+}
+
 static ucs_status_t
 uct_gpumem_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
                       unsigned flags, uct_mem_h *memh_p)
@@ -170,10 +184,16 @@ uct_gpumem_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
     gpumem_region_t *region;
     int gpu;
 
-    /* Device memory is registered only within one allocation */
+    /* Device memory is registered only within one allocation: the core's,
+     * or the application's own as the driver knows it */
     gpu = uct_gpumem_context_find_gpu(md->context, address);
     if (gpu >= 0) {
         region = gpumem_find_region(md->context->gpus[gpu], start);
+        if ((region == NULL) &&
+            uct_gpumem_md_app_memory_holds(md, address, length)) {
+            *memh_p = &uct_gpumem_md_reg_handle;
+            return UCS_OK;
+        }
         if ((region == NULL) ||
             (length > (gpumem_region_address(region) +
                        gpumem_region_size(region) - start))) {
