@@ -6,10 +6,26 @@
 
 #include "gpumem_test.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 
 
 namespace gpumem_test {
+
+/*
+ * The suite's cases are written for the emulated machine, so its memory
+ * domains open the emu driver even where a GPU answers, unless
+ * GPUMEM_TEST_DRIVER (or UCX_GPUMEM_DRIVER itself) names another: with
+ * GPUMEM_TEST_DRIVER=cuda the same cases run on the machine's GPUs. The
+ * cuda driver's own cases open it whatever this says.
+ */
+static struct driver_default {
+    driver_default() {
+        const char *driver = getenv("GPUMEM_TEST_DRIVER");
+
+        setenv("UCX_GPUMEM_DRIVER", (driver != NULL) ? driver : "emu", 0);
+    }
+} s_driver_default;
 
 void *plugin_handle()
 {
