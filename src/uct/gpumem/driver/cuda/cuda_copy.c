@@ -1,6 +1,6 @@
 /**
  * gpumem cuda driver: the copy engine, one stream per GPU, an event per
- * copy in flight.
+ * copy in flight, reused once it completed.
  *
  * See file LICENSE for terms.
  */
@@ -10,6 +10,65 @@
 #endif
 
 #include "cuda_int.h"
+
+#include <ucs/debug/memtrack_int.h>
+
+/* Idle events kept per GPU: as many as copies were once in flight */
+#define GPUMEM_CUDA_EVENTS_MAX 1024
+
+
+/* An event for a copy: an idle one, else a new one */
+static ucs_status_t gpumem_cuda_event_get(gpumem_cuda_gpu_t *gpu,
+                                          CUevent *event_p)
+{
+    ucs_status_t status;
+
+    pthread_mutex_lock(&gpu->events_lock);
+    if (gpu->num_events > 0) {
+        *event_p = gpu->events[--gpu->num_events];
+        pthread_mutex_unlock(&gpu->events_lock);
+        return UCS_OK;
+    }
+    pthread_mutex_unlock(&gpu->events_lock);
+
+    GPUMEM_CUDA_CALL(&status, cuEventCreate,
+                     (event_p, CU_EVENT_DISABLE_TIMING),
+                     "GPU %u: copy event", gpu->index);
+    return status;
+}
+
+static void gpumem_cuda_event_put(gpumem_cuda_gpu_t *gpu, CUevent event)
+{
+    unsigned max_events;
+    CUevent *events;
+
+    pthread_mutex_lock(&gpu->events_lock);
+    if (gpu->num_events == gpu->max_events) {
+        max_events = ucs_max(gpu->max_events * 2, 16);
+        events     = (max_events > GPUMEM_CUDA_EVENTS_MAX) ? NULL :
+                     ucs_realloc(gpu->events, max_events * sizeof(*events),
+                                 "gpumem_cuda_events");
+        if (events == NULL) {
+            pthread_mutex_unlock(&gpu->events_lock);
+            gpumem_cuda_api.cuEventDestroy(event);
+            return;
+        }
+        gpu->events     = events;
+        gpu->max_events = max_events;
+    }
+    gpu->events[gpu->num_events++] = event;
+    pthread_mutex_unlock(&gpu->events_lock);
+}
+
+void gpumem_cuda_copy_cleanup(gpumem_cuda_gpu_t *gpu)
+{
+    while (gpu->num_events > 0) {
+        gpumem_cuda_api.cuEventDestroy(gpu->events[--gpu->num_events]);
+    }
+    ucs_free(gpu->events);
+    gpu->events     = NULL;
+    gpu->max_events = 0;
+}
 
 
 ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
@@ -41,8 +100,7 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
         return status;
     }
 
-    GPUMEM_CUDA_CALL(&status, cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING),
-                     "GPU %u: copy event", gpu->index);
+    status = gpumem_cuda_event_get(gpu, &event);
     if (status != UCS_OK) {
         /* The copy is queued: wait for it rather than lose it */
         gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
@@ -53,7 +111,7 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
                      "GPU %u: copy event", gpu->index);
     if (status != UCS_OK) {
         gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
-        gpumem_cuda_api.cuEventDestroy(event);
+        gpumem_cuda_event_put(gpu, event);
         return status;
     }
 
@@ -78,10 +136,16 @@ ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
         return UCS_INPROGRESS;
     }
 
-    status = (res == CUDA_SUCCESS) ? UCS_OK :
-             gpumem_cuda_log_result(UCS_LOG_LEVEL_ERROR, res, "cuEventQuery",
-                                    "GPU %u: copy", gpu->index);
-    gpumem_cuda_api.cuEventDestroy(event);
+    if (res == CUDA_SUCCESS) {
+        gpumem_cuda_event_put(gpu, event);
+        status = UCS_OK;
+    } else {
+        /* An event of a failed copy is not reused */
+        status = gpumem_cuda_log_result(UCS_LOG_LEVEL_ERROR, res,
+                                        "cuEventQuery", "GPU %u: copy",
+                                        gpu->index);
+        gpumem_cuda_api.cuEventDestroy(event);
+    }
     copy->priv = NULL;
     return status;
 }

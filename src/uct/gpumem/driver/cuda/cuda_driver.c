@@ -205,13 +205,16 @@ static void gpumem_cuda_inject_fault(gpumem_driver_gpu_t *handle,
 
 static void gpumem_cuda_gpu_cleanup(gpumem_cuda_gpu_t *gpu)
 {
+    pthread_mutex_destroy(&gpu->events_lock);
     if (gpu->ctx == NULL) {
         return;
     }
 
-    if ((gpu->stream != NULL) &&
-        (gpumem_cuda_api.cuCtxSetCurrent(gpu->ctx) == CUDA_SUCCESS)) {
-        gpumem_cuda_api.cuStreamDestroy(gpu->stream);
+    if (gpumem_cuda_api.cuCtxSetCurrent(gpu->ctx) == CUDA_SUCCESS) {
+        gpumem_cuda_copy_cleanup(gpu);
+        if (gpu->stream != NULL) {
+            gpumem_cuda_api.cuStreamDestroy(gpu->stream);
+        }
     }
     gpumem_cuda_api.cuCtxSetCurrent(NULL);
     gpumem_cuda_api.cuDevicePrimaryCtxRelease(gpu->device);
@@ -507,8 +510,10 @@ ucs_status_t gpumem_cuda_open(gpumem_topo_t *topo, gpumem_driver_t **driver_p)
     qsort(cuda->gpus, cuda->num_gpus, sizeof(*cuda->gpus),
           gpumem_cuda_gpu_cmp);
 
+    /* calloc's zeros are an unlocked mutex until then, for the cleanup */
     for (i = 0; i < cuda->num_gpus; ++i) {
         cuda->gpus[i].index = i;
+        pthread_mutex_init(&cuda->gpus[i].events_lock, NULL);
         status = gpumem_cuda_gpu_init(&cuda->gpus[i]);
         if (status != UCS_OK) {
             goto err_free;

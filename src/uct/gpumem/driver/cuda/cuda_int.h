@@ -44,6 +44,10 @@ typedef struct gpumem_cuda_gpu {
     int                  rdma_vmm;    /* GPUDirect RDMA flag of cuMemCreate */
     int                  released;    /* release() was called */
     unsigned             faults[GPUMEM_DRIVER_FAULT_KERNEL_REFUSES + 1];
+    pthread_mutex_t      events_lock;
+    CUevent              *events;     /* Idle copy events, for reuse */
+    unsigned             num_events;
+    unsigned             max_events;
     char                 name[64];    /* "NVIDIA H200 0000:19:00.0" */
     gpumem_topo_reach_t  reach;
 } gpumem_cuda_gpu_t;
@@ -183,6 +187,7 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *gpu, uint64_t dst,
                               int dst_dev, uint64_t src, int src_dev,
                               size_t size, gpumem_driver_copy_t *copy);
 ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy);
+void gpumem_cuda_copy_cleanup(gpumem_cuda_gpu_t *gpu);
 
 
 #define gpumem_cuda_gpu_log(_level, _gpu, _fmt, ...) \
