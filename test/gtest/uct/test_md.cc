@@ -82,7 +82,7 @@ protected:
 TEST_F(md, query_names_the_component) {
     uct_md_attr_t attr;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
     EXPECT_STREQ("gpumem", attr.component_name);
 }
@@ -93,7 +93,7 @@ TEST_F(md, query_names_the_component) {
 TEST_F(md, query_advertises_allocation_detection_and_keyless_registration) {
     uct_md_attr_t attr;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
     EXPECT_EQ((uint64_t)(UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG),
               attr.cap.flags);
@@ -113,7 +113,7 @@ TEST_F(md, memory_type_is_a_setting) {
     uct_md_attr_t attr;
 
     modify("MEM_TYPE", "rocm");
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_ROCM), attr.cap.alloc_mem_types);
 }
@@ -132,7 +132,7 @@ TEST_F(md, allocates_device_memory_it_then_detects) {
     char host[64];
     void *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     address = alloc(&length, &mem);
     ASSERT_TRUE(address != NULL);
     EXPECT_EQ(UCT_ALLOC_METHOD_MD, mem.method);
@@ -153,7 +153,7 @@ TEST_F(md, mem_query_gives_the_allocation_and_its_gpu) {
     size_t length = 1 << 20;
     char *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     address = (char*)alloc(&length, &mem);
     attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE |
                       UCT_MD_MEM_ATTR_FIELD_SYS_DEV |
@@ -174,7 +174,7 @@ TEST_F(md, no_room_is_no_memory) {
     uct_mem_alloc_params_t params;
     uct_allocated_memory_t mem;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
                         UCT_MEM_ALLOC_PARAM_FIELD_MDS;
     params.mem_type   = UCS_MEMORY_TYPE_CUDA;
@@ -190,7 +190,7 @@ TEST_F(md, opens_twice_sharing_the_gpus) {
     uct_md_h second;
     void *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", m_config, &second));
     EXPECT_NE(m_md, second);
     address = alloc(&length, &mem);
@@ -210,7 +210,7 @@ TEST_F(md, registers_host_and_device_memory_without_keys) {
     char buffer[64], rkey_buffer[8];
     char *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     address = (char*)alloc(&length, &mem);
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buffer, sizeof(buffer),
                                      UCT_MD_MEM_ACCESS_ALL, &host_memh));
@@ -240,7 +240,7 @@ TEST_F(md, registration_past_a_device_allocation_is_refused) {
     uct_mem_h memh;
     char *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     address = (char*)alloc(&length, &mem);
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               uct_md_mem_reg(m_md, address + 100, length,
@@ -263,7 +263,7 @@ TEST_F(md, gpus_of_a_topology_become_named_ucx_system_devices) {
 
     modify("TOPO_XML", xml);
     modify("SYSFS_ROOT", "/nonexistent");
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     ASSERT_EQ(UCS_OK, ucs_topo_find_device_by_bus_id(&bus_id, &sys_dev));
     EXPECT_STREQ("nvml15", ucs_topo_sys_device_get_name(sys_dev));
 }
@@ -304,7 +304,7 @@ TEST_F(md, allocation_and_free_raise_ucm_memory_type_events) {
     size_t length = 4096;
     void *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     ASSERT_EQ(UCS_OK, ucm_set_event_handler(UCM_EVENT_MEM_TYPE_ALLOC |
                                             UCM_EVENT_MEM_TYPE_FREE |
                                             UCM_EVENT_FLAG_NO_INSTALL, 0,
@@ -330,7 +330,7 @@ TEST_F(md, handler_added_later_learns_of_live_allocations) {
     mem_type_events events;
     void *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     address = alloc(&live_length, &live);
     alloc(&freed_length, &freed);
     uct_mem_free(&freed);
@@ -364,7 +364,7 @@ TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
     uct_md_h rocm_md;
     void *address;
 
-    open();
+    ASSERT_NO_FATAL_FAILURE(open());
     address = alloc(&length, &cuda_mem);
     ASSERT_EQ(UCS_OK, ucs_memtype_cache_lookup(address, length, &info));
     EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, info.type);
