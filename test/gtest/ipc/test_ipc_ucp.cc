@@ -10,6 +10,7 @@
 
 #include "ipc_test.h"
 
+#include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
 
 #include <chrono>
@@ -436,6 +437,13 @@ TEST_P(ipc_ucp_rma, put_and_get_of_device_memory_move_every_byte) {
 
     EXPECT_EQ(total, stats().bytes - before.bytes)
             << "not every byte went through gpumemipc";
+    /* What applications read of it (gpumem.h), from the plugin UCX uses */
+    auto ipc_bytes = (decltype(&gpumem_ipc_bytes))gpumem_test::plugin_symbol(
+            "gpumem_ipc_bytes");
+    unsigned long long api_bytes = 0;
+    ASSERT_TRUE(ipc_bytes != NULL);
+    EXPECT_EQ(0, ipc_bytes(&api_bytes));
+    EXPECT_EQ(stats().bytes, api_bytes);
 }
 
 TEST_P(ipc_ucp_rma, put_and_get_between_host_buffers_and_device_memory) {
