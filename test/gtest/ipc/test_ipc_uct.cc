@@ -902,6 +902,84 @@ TEST_F(ipc_uct, fence_orders_copies_that_overlap) {
     teardown_transfer(&t);
 }
 
+/* A short put after a fence lands after the zero-copy before it: its bytes
+ * are the last */
+TEST_F(ipc_uct, fence_makes_short_put_land_after_earlier_zcopy) {
+    const size_t size = 4 << 20;
+    const std::string tail(64, 't');
+    counted_comp first;
+    transfer t;
+
+    setup_transfer(size, size, &t);
+    to_device(t.local, pattern(size, 8));
+    put_in_flight(&t, size, 0, &first);
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, tail.data(), tail.size(),
+                                       (uintptr_t)t.remote.address + size -
+                                       tail.size(), t.rkey.rkey));
+    wait(first);
+    EXPECT_TRUE(tail == from_device(t.remote.address + size - tail.size(),
+                                    tail.size()));
+    EXPECT_TRUE(pattern(size, 8).substr(0, size - tail.size()) ==
+                from_device(t.remote.address, size - tail.size()));
+    teardown_transfer(&t);
+}
+
+/* Short and bcopy complete before they return: nothing is left to flush */
+TEST_F(ipc_uct, short_and_bcopy_leave_nothing_to_flush) {
+    const std::string bytes(1000, 'b');
+    transfer t;
+
+    setup_transfer(4096, 4096, &t);
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, bytes.data(), bytes.size(),
+                                       (uintptr_t)t.remote.address,
+                                       t.rkey.rkey));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep, 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+    teardown_transfer(&t);
+}
+
+/* A flush of the interface waits for the copies of every endpoint */
+TEST_F(ipc_uct, iface_flush_waits_for_every_ep) {
+    const size_t size = 4 << 20;
+    counted_comp first, second, flush;
+    uct_ep_h other;
+    transfer t;
+
+    setup_transfer(2 * size, 2 * size, &t);
+    other = connect(device_address(), iface_address());
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, m_ep, t.local, size,
+                                    (uintptr_t)t.remote.address, t.rkey.rkey,
+                                    &first));
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, other, t.local + size, size,
+                                    (uintptr_t)t.remote.address + size,
+                                    t.rkey.rkey, &second));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(connect(device_address(),
+                                           iface_address()), 0, NULL))
+            << "an ep with nothing posted has nothing to flush";
+    ASSERT_EQ(UCS_INPROGRESS, uct_iface_flush(m_iface, 0, &flush.uct));
+    wait(flush);
+    EXPECT_EQ(1, first.calls);
+    EXPECT_EQ(1, second.calls);
+    teardown_transfer(&t);
+}
+
+TEST_F(ipc_uct, zero_length_operations_are_done_at_once) {
+    counted_comp comp;
+    transfer t;
+
+    setup_transfer(4096, 4096, &t);
+    EXPECT_EQ(UCS_OK, zcopy(true, m_ep, t.local, 0,
+                            (uintptr_t)t.remote.address, t.rkey.rkey, &comp));
+    EXPECT_EQ(UCS_OK, zcopy(false, m_ep, t.local, 0,
+                            (uintptr_t)t.remote.address, t.rkey.rkey, &comp));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, t.local, 0,
+                                       (uintptr_t)t.remote.address,
+                                       t.rkey.rkey));
+    EXPECT_EQ(0, comp.calls);
+    teardown_transfer(&t);
+}
+
 TEST_F(ipc_uct, ep_destroyed_with_copies_in_flight_still_lands_them) {
     const size_t size = 4 << 20;
     counted_comp comp;
