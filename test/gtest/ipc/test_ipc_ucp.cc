@@ -326,7 +326,7 @@ void ipc_ucp_rma::run(const std::function<void(ucp_process&, ucp_rkey_h,
 
         buffer = device_alloc(remote_size, setup.sender_gpu);
         ASSERT_TRUE(buffer != NULL);
-        to_device(buffer, std::string(remote_size, '\0'));
+        to_device(buffer, pattern(remote_size, 1));
         map_params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                                 UCP_MEM_MAP_PARAM_FIELD_LENGTH;
         map_params.address    = buffer;
@@ -484,4 +484,73 @@ INSTANTIATE_TEST_SUITE_P(
         testing::Values(ucp_setup{"posix,gpumemcpy,gpumemipc", 0, 1},
                         ucp_setup{"sm,gpumemcpy,gpumemipc", 0, 1},
                         ucp_setup{"tcp,gpumemcpy,gpumemipc", 0, 0}),
+        setup_name);
+
+
+/* GPU 0 and GPU 2 of this machine do not reach each other: no gpumemipc,
+ * and UCX 1.13 emulates RMA with active messages (rma_sw.c). With its
+ * default protocols the emulation copies with the CPU on both sides, which
+ * faults on device memory; with UCX_PROTO_ENABLE=y the memory type travels
+ * with the request and device memory is copied by gpumemcpy. */
+class ipc_ucp_rma_unreachable : public ipc_ucp_rma {
+protected:
+    virtual void SetUp() {
+        setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+               "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+        setenv("UCX_PROTO_ENABLE", "y", 1);
+        ipc_ucp_rma::SetUp();
+    }
+
+    virtual void TearDown() {
+        unsetenv("UCX_PROTO_ENABLE");
+        unsetenv("UCX_GPUMEM_TOPO_XML");
+        ipc_ucp_rma::TearDown();
+    }
+};
+
+TEST_P(ipc_ucp_rma_unreachable, emulated_put_and_get_with_the_new_protocols) {
+    uct_gpumem_ipc_stats_t before = stats();
+
+    run([&](ucp_process &ucp, ucp_rkey_h rkey, uint64_t remote,
+            channel &chan) {
+        for (size_t size : {(size_t)8, (size_t)100000}) {
+            const unsigned seed = (unsigned)size * 13;
+            char *src = (char*)device_alloc(size, GetParam().receiver_gpu);
+            char *dst = (char*)device_alloc(size, GetParam().receiver_gpu);
+            std::string host(size, '\0');
+            ucp_request_param_t param;
+
+            SCOPED_TRACE(std::to_string(size) + " bytes");
+            ASSERT_TRUE((src != NULL) && (dst != NULL));
+            to_device(src, pattern(size, seed));
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_put_nbx(ucp.ep, src, size,
+                                                   remote + 3, rkey,
+                                                   &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            chan.send("check 3 " + std::to_string(size) + " " +
+                      std::to_string(seed));
+            EXPECT_EQ("same", chan.recv()) << "put";
+
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_get_nbx(ucp.ep, dst, size,
+                                                   remote + 3, rkey,
+                                                   &param)));
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_get_nbx(ucp.ep, &host[0], size,
+                                                   remote + 3, rkey,
+                                                   &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            EXPECT_TRUE(pattern(size, seed) == from_device(dst, size))
+                    << "get into device memory";
+            EXPECT_TRUE(pattern(size, seed) == host) << "get into host";
+            device_free(src);
+            device_free(dst);
+        }
+    });
+
+    EXPECT_EQ(before.bytes, stats().bytes) << "gpumemipc moved bytes";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        tls, ipc_ucp_rma_unreachable,
+        testing::Values(ucp_setup{"posix,gpumemcpy,gpumemipc", 0, 2}),
         setup_name);
