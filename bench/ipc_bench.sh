@@ -136,7 +136,7 @@ set ylabel "bandwidth (MB/s, 2^20 bytes)"
 set logscale x 2
 set format x "%.0b %BB"
 set logscale y 10
-set key top left
+set key bottom left
 set grid
 plot "$out/ipc_bench.dat" using 1:2 with linespoints title "gpumemipc put zcopy, device -> device", \
      "$out/ipc_bench.dat" using 1:3 with linespoints title "cma put zcopy, host -> host", \
