@@ -130,7 +130,7 @@ if command -v gnuplot >/dev/null; then
     gnuplot <<GNUPLOT
 set terminal pngcairo size 900,560 noenhanced
 set output "$out/ipc_bench.png"
-set title "Between two processes of one machine: device buffers over gpumemipc vs host buffers"
+set title "Two processes of one machine: gpumemipc vs cma vs memcpy"
 set xlabel "message size (bytes)"
 set ylabel "bandwidth (MB/s, 2^20 bytes)"
 set logscale x 2
@@ -138,9 +138,10 @@ set format x "%.0b %BB"
 set logscale y 10
 set key bottom left
 set grid
-plot "$out/ipc_bench.dat" using 1:2 with linespoints title "gpumemipc put zcopy, device -> device", \
-     "$out/ipc_bench.dat" using 1:3 with linespoints title "cma put zcopy, host -> host", \
-     "$out/ipc_bench.dat" using 1:4 with linespoints title "memcpy, one thread, host"
+data = "$out/ipc_bench.dat"
+plot data using 1:2 with linespoints title "gpumemipc put, device->device", \
+     data using 1:3 with linespoints title "cma put, host->host", \
+     data using 1:4 with linespoints title "memcpy, one thread, host"
 GNUPLOT
     echo "plot: $out/ipc_bench.png"
 else

@@ -40,16 +40,18 @@ for tls in posix,gpumemcpy posix,gpumemcpy,gpumemipc posix,cma,gpumemcpy \
 done
 
 # The GPUs reach each other: gpumemipc carries the large buffers
-check "demo with gpumemipc between GPUs that reach each other" \
-    "GPU 0 maps GPU 1's memory: through bridge|gpumemipc (rma_bw|gpumemipc moved|verified: every byte" \
+lines="GPU 0 maps GPU 1's memory: through bridge|gpumemipc (rma_bw"
+lines+="|gpumemipc moved|bandwidth|verified: every byte"
+check "demo with gpumemipc between GPUs that reach each other" "$lines" \
     env UCX_TLS=posix,gpumemcpy,gpumemipc "$build/examples/gpumem_demo" 4m 3
 
 # GPU 0 and GPU 3 of a POWER8 machine sit under two sockets: gpumemipc
 # cannot map across, the demo says why, and the buffers are staged
-check "demo staged between GPUs that do not reach each other" \
-    "GPU 0 does not map GPU 3's memory: no PCI bridge above both|gpumemipc moved nothing|staged|verified: every byte" \
-    env UCX_TLS=posix,gpumemcpy,gpumemipc \
-        UCX_GPUMEM_TOPO_XML="$topologies/hwloc-power8-minsky-4xP100-nvlink.xml" \
+lines="GPU 0 does not map GPU 3's memory: no PCI bridge above both"
+lines+="|gpumemipc moved nothing|staged|bandwidth|verified: every byte"
+minsky=$topologies/hwloc-power8-minsky-4xP100-nvlink.xml
+check "demo staged between GPUs that do not reach each other" "$lines" \
+    env UCX_TLS=posix,gpumemcpy,gpumemipc UCX_GPUMEM_TOPO_XML="$minsky" \
         "$build/examples/gpumem_demo" 4m 3
 
 if [ -x "$build/examples/gpumem_mpi_pingpong" ]; then
