@@ -2,7 +2,9 @@
 # The main job: sets up a fresh machine, builds gpumem, shows it loaded into
 # the installed UCX, and runs the demo: two processes exchanging GPU buffers
 # through UCX (on the emu driver where no GPU is present), every byte
-# checked, then the same with Open MPI's pml ucx.
+# checked, saying which transports carried them and why; then the same on a
+# machine whose two GPUs do not reach each other, staged; then with Open
+# MPI's pml ucx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +29,13 @@ echo "== the emulated GPUs, who reaches whom and why (gpumem_topo --emu) =="
 echo
 echo "== two processes exchange GPU buffers through UCX =="
 UCX_TLS=posix,gpumemcpy,gpumemipc ./examples/gpumem_demo 4m 5
+
+echo
+echo "== the same between GPUs that do not reach each other (GPU 0 and 3 of"
+echo "   a two-socket POWER8 machine, emulated from its hwloc export) =="
+UCX_TLS=posix,gpumemcpy,gpumemipc \
+    UCX_GPUMEM_TOPO_XML=test/topologies/hwloc-power8-minsky-4xP100-nvlink.xml \
+    ./examples/gpumem_demo 4m 5
 
 if [ -x examples/gpumem_mpi_pingpong ]; then
     echo

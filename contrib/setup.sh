@@ -18,7 +18,7 @@ PACKAGES=(
     libgtest-dev
     openmpi-bin libopenmpi-dev
     dpkg-dev xz-utils
-    graphviz python3
+    graphviz python3 gnuplot-nox
     qemu-system-x86 debootstrap cpio kmod zstd
     clang libclang-rt-14-dev
 )

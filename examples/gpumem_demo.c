@@ -5,8 +5,13 @@
  * addresses over a pipe, and then ping-pong device buffers of growing size
  * with tag send/receive: the sender fills its device buffer with a pattern
  * (gpumem_device_memcpy), the receiver gets it straight into device memory
- * and checks every byte. UCX moves the bytes with the plugin's transports;
+ * and checks every byte. The parent's buffers are on the first GPU, the
+ * child's on the last. UCX moves the bytes with the plugin's transports;
  * on a machine without a GPU the plugin's emu driver is the GPU.
+ *
+ * It says which transports carried the data and why: the verdict of the
+ * topology on the two GPUs (gpumem_device_can_access_peer), UCP's lanes to
+ * the peer, and the bytes gpumemipc moved zero-copy (gpumem_ipc_bytes).
  *
  *   gpumem_demo [max size, default 4m] [iterations per size, default 10]
  *
@@ -150,6 +155,38 @@ static int demo_open(demo_peer_t *peer, int read_fd, int write_fd)
     return 0;
 }
 
+/* UCP's lanes to the peer, from ucp_ep_print_info: "posix (am am_bw#0)" */
+static void demo_print_lanes(demo_peer_t *peer)
+{
+    char *text = NULL, *line, *roles, *save;
+    char tl[64];
+    size_t size;
+    FILE *stream;
+    int lane, rsc;
+
+    stream = open_memstream(&text, &size);
+    if (stream == NULL) {
+        return;
+    }
+    ucp_ep_print_info(peer->ep, stream);
+    fclose(stream);
+
+    printf("gpumem_demo: UCP's lanes to the peer:");
+    for (line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        line = strstr(line, "lane[");
+        if ((line == NULL) ||
+            (sscanf(line, "lane[%d]: %d:%63[^/]", &lane, &rsc, tl) != 3)) {
+            continue;
+        }
+        roles = strstr(line, "sysdev[");
+        roles = (roles != NULL) ? strchr(roles, ']') : NULL;
+        printf(" %s (%s)", tl, (roles != NULL) ? roles + 2 : "");
+    }
+    printf("\n");
+    free(text);
+}
+
 static void demo_close(demo_peer_t *peer)
 {
     ucp_request_param_t param = {0};
@@ -160,7 +197,9 @@ static void demo_close(demo_peer_t *peer)
 }
 
 /* Rank 0 sends and checks the echo, rank 1 checks and echoes back */
-static int demo_run(demo_peer_t *peer, size_t max_size, int iters)
+static int demo_run(demo_peer_t *peer, size_t max_size, int iters,
+                    double *bandwidth_p, size_t *largest_p, size_t *bytes_p,
+                    int *messages_p)
 {
     unsigned char *host, *expect;
     size_t size;
@@ -205,12 +244,15 @@ static int demo_run(demo_peer_t *peer, size_t max_size, int iters)
                 return -1;
             }
         }
-        elapsed = demo_now() - start;
+        elapsed       = demo_now() - start;
+        *bandwidth_p  = (2.0 * size * iters) / elapsed / 1e6;
+        *largest_p    = size;
+        *bytes_p     += 2 * size * iters;
+        *messages_p  += 2 * iters;
         if (peer->rank == 0) {
             printf("%10zu bytes: %4d round trips, %9.1f us each, "
                    "%8.1f MB/s, every byte checked\n", size, iters,
-                   elapsed * 1e6 / iters,
-                   (2.0 * size * iters) / elapsed / 1e6);
+                   elapsed * 1e6 / iters, *bandwidth_p);
         }
     }
 
@@ -234,15 +276,64 @@ static size_t parse_size(const char *str)
     }
 }
 
+/* What the topology says of the parent's GPU and the child's, each way */
+static void demo_print_reach(int gpu, int peer_gpu)
+{
+    char reason[512];
+    int can_access, from, to;
+
+    for (from = gpu, to = peer_gpu; ; from = peer_gpu, to = gpu) {
+        if (gpumem_device_can_access_peer(&can_access, from, to, reason,
+                                          sizeof(reason)) == 0) {
+            printf("gpumem_demo: GPU %d %s GPU %d's memory: %s\n", from,
+                   can_access ? "maps" : "does not map", to, reason);
+        }
+        if ((from == peer_gpu) || (gpu == peer_gpu)) {
+            break;
+        }
+    }
+}
+
+/* Which transports carried the bytes, and why */
+static void demo_print_carriers(int gpu, int peer_gpu, size_t bytes,
+                                unsigned long long ipc_bytes)
+{
+    int can_access = 0;
+
+    gpumem_device_can_access_peer(&can_access, gpu, peer_gpu, NULL, 0);
+    if (ipc_bytes > 0) {
+        printf("gpumem_demo: gpumemipc moved %llu of the %zu bytes zero-copy "
+               "between the GPUs (rendezvous); the small messages went "
+               "eagerly, staged by gpumemcpy\n", ipc_bytes, bytes);
+    } else if (!can_access) {
+        printf("gpumem_demo: gpumemipc moved nothing: GPU %d does not map "
+               "GPU %d's memory, so gpumemcpy staged every buffer through "
+               "host memory (staged: GPUs do not reach each other)\n", gpu,
+               peer_gpu);
+    } else {
+        printf("gpumem_demo: gpumemipc moved nothing (not in UCX_TLS?): "
+               "gpumemcpy staged every buffer through host memory\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t max_size = (argc > 1) ? parse_size(argv[1]) : (4ul << 20);
     int iters       = (argc > 2) ? atoi(argv[2]) : 10;
-    int to_child[2], to_parent[2], status, ret;
+    int to_child[2], to_parent[2], status, ret, count, messages = 0;
+    unsigned long long ipc_bytes = 0, child_ipc_bytes = 0;
+    double bandwidth = 0;
+    size_t bytes     = 0;
     gpumem_pointer_attr_t attr;
+    int gpu = 0, peer_gpu;
+    size_t largest   = 0;
     demo_peer_t peer;
+    char gpu_str[16];
     void *probe;
     pid_t pid;
+
+    /* The child's buffers are on the last GPU: the other one, if any */
+    peer_gpu = (gpumem_device_count(&count) == 0) ? (count - 1) : 0;
 
     if ((pipe(to_child) != 0) || (pipe(to_parent) != 0)) {
         perror("gpumem_demo: pipe");
@@ -259,30 +350,58 @@ int main(int argc, char **argv)
     if (peer.rank == 0) {
         if ((gpumem_device_malloc(&probe, 1) == 0) &&
             (gpumem_device_query(probe, &attr) == 0)) {
+            gpu = attr.device;
             printf("gpumem_demo: process %d sends GPU %d's buffers to process "
-                   "%d, through UCX %s\n", getpid(), attr.device, pid,
-                   ucp_get_version_string());
+                   "%d on GPU %d, through UCX %s\n", getpid(), gpu, pid,
+                   peer_gpu, ucp_get_version_string());
             gpumem_device_free(probe);
         }
+        demo_print_reach(gpu, peer_gpu);
     } else {
-        gpumem_device_set(1); /* The other GPU, if the machine has two */
+        gpumem_device_set(peer_gpu);
+        /* And the GPU of the child's transports */
+        snprintf(gpu_str, sizeof(gpu_str), "%d", peer_gpu);
+        setenv("UCX_GPUMEM_ALLOC_GPU", gpu_str, 1);
     }
 
     ret = demo_open(&peer, peer.rank ? to_child[0] : to_parent[0],
                     peer.rank ? to_parent[1] : to_child[1]);
     if (ret == 0) {
-        ret = demo_run(&peer, max_size, iters);
+        if (peer.rank == 0) {
+            demo_print_lanes(&peer);
+        }
+        ret = demo_run(&peer, max_size, iters, &bandwidth, &largest, &bytes,
+                       &messages);
         demo_close(&peer);
     }
+    gpumem_ipc_bytes(&ipc_bytes);
 
     if (peer.rank == 1) {
+        /* The parent counts the child's zero-copy bytes too */
+        if (write(to_parent[1], &ipc_bytes, sizeof(ipc_bytes)) !=
+            sizeof(ipc_bytes)) {
+            ret = -1;
+        }
         _exit(ret ? 1 : 0);
     }
 
+    if (read(to_parent[0], &child_ipc_bytes, sizeof(child_ipc_bytes)) !=
+        sizeof(child_ipc_bytes)) {
+        child_ipc_bytes = 0;
+    }
     if ((waitpid(pid, &status, 0) != pid) || !WIFEXITED(status) ||
         (WEXITSTATUS(status) != 0)) {
         fprintf(stderr, "gpumem_demo: the receiving process failed\n");
         ret = -1;
+    }
+
+    if (ret == 0) {
+        demo_print_carriers(gpu, peer_gpu, bytes,
+                            ipc_bytes + child_ipc_bytes);
+        printf("gpumem_demo: bandwidth %.1f MB/s with %zu-byte buffers\n",
+               bandwidth, largest);
+        printf("gpumem_demo: verified: every byte of %d messages\n",
+               messages);
     }
     printf("gpumem_demo: %s\n", ret ? "FAILED" : "passed");
     return ret ? 1 : 0;

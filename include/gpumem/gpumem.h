@@ -54,6 +54,21 @@ gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size);
 gpumem_result_t gpumem_device_query(const void *ptr,
                                     gpumem_pointer_attr_t *attr);
 
+/**
+ * Whether GPU @a device maps the memory of GPU @a peer_device, as the
+ * topology decides (cudaDeviceCanAccessPeer): where it does, gpumemipc moves
+ * buffers between processes on them zero-copy; where not, UCX stages them.
+ * @a reason (when not NULL) gets why, at most @a max_reason bytes with the
+ * terminating zero. A GPU reaches its own memory.
+ */
+gpumem_result_t gpumem_device_can_access_peer(int *can_access, int device,
+                                              int peer_device, char *reason,
+                                              size_t max_reason);
+
+/* Bytes this process moved through gpumemipc so far, to and from other
+ * processes' device memory */
+gpumem_result_t gpumem_ipc_bytes(unsigned long long *bytes);
+
 /* A description of an error */
 const char *gpumem_result_string(gpumem_result_t result);
 

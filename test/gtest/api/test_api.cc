@@ -98,3 +98,35 @@ TEST_F(api, bad_arguments_are_errors) {
     EXPECT_EQ(0, gpumem_device_free(NULL));
     EXPECT_STRNE("", gpumem_result_string(-1));
 }
+
+/* The default machine's two GPUs share a PCIe switch: each maps the other's
+ * memory, and says through what */
+TEST_F(api, gpus_under_one_switch_access_each_other) {
+    char reason[256];
+    int can_access = 0;
+
+    ASSERT_EQ(0, gpumem_device_can_access_peer(&can_access, 0, 1, reason,
+                                               sizeof(reason)));
+    EXPECT_EQ(1, can_access);
+    EXPECT_NE(std::string::npos, std::string(reason).find("bridge"))
+            << reason;
+    ASSERT_EQ(0, gpumem_device_can_access_peer(&can_access, 1, 1, NULL, 0));
+    EXPECT_EQ(1, can_access);
+    EXPECT_GT(0, gpumem_device_can_access_peer(&can_access, 0, 2, NULL, 0));
+}
+
+/* GPUs of two sockets of a POWER8 machine: no access, and the reason */
+TEST_F(api, gpus_across_sockets_do_not_access_each_other_and_say_why) {
+    char reason[256];
+    int can_access = 1;
+
+    setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+           "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+    ASSERT_EQ(0, gpumem_device_can_access_peer(&can_access, 0, 3, reason,
+                                               sizeof(reason)));
+    unsetenv("UCX_GPUMEM_TOPO_XML");
+    EXPECT_EQ(0, can_access);
+    EXPECT_NE(std::string::npos,
+              std::string(reason).find("no PCI bridge above both"))
+            << reason;
+}

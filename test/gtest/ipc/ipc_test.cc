@@ -11,6 +11,7 @@ extern "C" {
 }
 
 #include <cstring>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +75,16 @@ void channel::send(const std::string &message)
 
     ASSERT_EQ((ssize_t)sizeof(length), write(fd, &length, sizeof(length)));
     ASSERT_EQ((ssize_t)length, write(fd, message.data(), length));
+}
+
+bool channel::pending()
+{
+    struct pollfd pfd;
+
+    pfd.fd      = m_is_child ? m_to_child[0] : m_to_parent[0];
+    pfd.events  = POLLIN;
+    pfd.revents = 0;
+    return poll(&pfd, 1, 0) > 0;
 }
 
 std::string channel::recv()

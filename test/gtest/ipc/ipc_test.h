@@ -70,6 +70,9 @@ public:
     void send(const std::string &message);
     std::string recv();
 
+    /* Whether a message from the other process waits to be received */
+    bool pending();
+
 private:
     int  m_to_child[2];
     int  m_to_parent[2];

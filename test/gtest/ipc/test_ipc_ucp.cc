@@ -1,17 +1,20 @@
 /**
- * gpumem tests: UCP on the IPC transport: tag messages of device buffers
- * between two processes, whose rendezvous reads or writes the peer's device
- * memory zero-copy through gpumemipc where the GPUs reach each other, and
- * is staged another way where they do not; every byte is checked.
+ * gpumem tests: UCP on the IPC transport between two processes: tag
+ * messages of device buffers, whose rendezvous reads or writes the peer's
+ * device memory zero-copy through gpumemipc where the GPUs reach each other,
+ * and is staged another way where they do not; and ucp_put/ucp_get to and
+ * from the peer's device memory. Every byte is checked.
  *
  * See file LICENSE for terms.
  */
 
 #include "ipc_test.h"
 
+#include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,7 +31,7 @@ struct ucp_process {
     ucp_worker_h  worker  = NULL;
     ucp_ep_h      ep      = NULL;
 
-    void init(const std::string &tls) {
+    void init(const std::string &tls, uint64_t features = UCP_FEATURE_TAG) {
         ucp_worker_params_t worker_params;
         ucp_params_t params;
         ucp_config_t *config;
@@ -38,7 +41,7 @@ struct ucp_process {
         /* Rendezvous from 8 KiB on, whatever the estimates */
         EXPECT_EQ(UCS_OK, ucp_config_modify(config, "RNDV_THRESH", "8k"));
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
+        params.features   = features;
         ASSERT_EQ(UCS_OK, ucp_init(&params, config, &context));
         ucp_config_release(config);
 
@@ -65,6 +68,13 @@ struct ucp_process {
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         params.address    = (const ucp_address_t*)peer.data();
         ASSERT_EQ(UCS_OK, ucp_ep_create(worker, &params, &ep));
+    }
+
+    ucs_status_t flush() {
+        ucp_request_param_t param;
+
+        param.op_attr_mask = 0;
+        return wait(ucp_ep_flush_nbx(ep, &param));
     }
 
     ucs_status_t wait(ucs_status_ptr_t request) {
@@ -267,4 +277,280 @@ TEST_P(ipc_ucp_unreachable, tag_between_gpus_that_do_not_reach_is_staged) {
 INSTANTIATE_TEST_SUITE_P(
         tls, ipc_ucp_unreachable,
         testing::Values(ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 2}),
+        setup_name);
+
+
+/*
+ * ucp_put and ucp_get between device memory of two processes. UCX 1.13
+ * emulates RMA with the CPU where no transport takes it (rma_sw.c), which
+ * faults on device memory: gpumemipc must be UCP's RMA transport, for every
+ * size of put (short, and zero-copy past the threshold) and get, from
+ * device and host buffers, at any offset.
+ */
+class ipc_ucp_rma : public ipc_ucp {
+protected:
+    /* Of the peer's buffer, at its device addresses */
+    static const size_t remote_size = (4 << 20) + 64;
+
+    /* The child maps @a remote_size bytes of device memory on its GPU for
+     * UCP and serves checks of them; @a body runs in the parent, with an
+     * endpoint, the key and the address of that memory */
+    void run(const std::function<void(ucp_process&, ucp_rkey_h, uint64_t,
+                                      channel&)> &body);
+};
+
+void ipc_ucp_rma::run(const std::function<void(ucp_process&, ucp_rkey_h,
+                                               uint64_t, channel&)> &body)
+{
+    const ucp_setup setup = GetParam();
+    ucp_mem_map_params_t map_params;
+    ucp_process ucp;
+    ucp_rkey_h rkey;
+    std::string packed;
+    uint64_t remote;
+    channel chan;
+    pid_t pid;
+
+    pid = fork_child([&]() {
+        void *rkey_buffer, *buffer;
+        ucp_process target;
+        size_t rkey_size;
+        ucp_mem_h memh;
+
+        chan.child_side();
+        setenv("UCX_GPUMEM_ALLOC_GPU",
+               std::to_string(setup.sender_gpu).c_str(), 1);
+        target.init(setup.tls, UCP_FEATURE_RMA);
+        chan.send(target.address());
+        target.connect(chan.recv());
+
+        buffer = device_alloc(remote_size, setup.sender_gpu);
+        ASSERT_TRUE(buffer != NULL);
+        to_device(buffer, pattern(remote_size, 1));
+        map_params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                                UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        map_params.address    = buffer;
+        map_params.length     = remote_size;
+        ASSERT_EQ(UCS_OK, ucp_mem_map(target.context, &map_params, &memh));
+        ASSERT_EQ(UCS_OK, ucp_rkey_pack(target.context, memh, &rkey_buffer,
+                                        &rkey_size));
+        chan.send(std::string((const char*)rkey_buffer, rkey_size));
+        chan.send(std::to_string((uintptr_t)buffer));
+        ucp_rkey_buffer_release(rkey_buffer);
+
+        /* "check OFFSET SIZE SEED": whether those bytes of the buffer are
+         * the pattern, as the target reads them itself */
+        for (;;) {
+            std::string request;
+            size_t offset, size;
+            unsigned seed;
+
+            /* The peer's wireup may need this worker meanwhile */
+            while (!chan.pending()) {
+                ucp_worker_progress(target.worker);
+            }
+            request = chan.recv();
+
+            if (sscanf(request.c_str(), "check %zu %zu %u", &offset, &size,
+                       &seed) != 3) {
+                break;
+            }
+            chan.send((from_device((char*)buffer + offset, size) ==
+                       pattern(size, seed)) ? "same" : "differ");
+        }
+
+        EXPECT_EQ(UCS_OK, ucp_mem_unmap(target.context, memh));
+        target.close(chan);
+        device_free(buffer);
+    });
+
+    setenv("UCX_GPUMEM_ALLOC_GPU", std::to_string(setup.receiver_gpu).c_str(),
+           1);
+    ucp.init(setup.tls, UCP_FEATURE_RMA);
+    unsetenv("UCX_GPUMEM_ALLOC_GPU");
+    chan.send(ucp.address());
+    ucp.connect(chan.recv());
+    packed = chan.recv();
+    remote = std::stoull(chan.recv());
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ucp.ep, packed.data(), &rkey));
+
+    body(ucp, rkey, remote, chan);
+
+    ucp_rkey_destroy(rkey);
+    chan.send("done");
+    ucp.close(chan);
+    wait_child(pid);
+}
+
+/* Sizes on both sides of put_short's limit and the zero-copy threshold,
+ * at offsets of no alignment */
+static const std::vector<size_t> rma_sizes = {1, 8, 127, 128, 1000, 16383,
+                                              16384, 16385, 100000,
+                                              (4 << 20) + 3};
+
+TEST_P(ipc_ucp_rma, put_and_get_of_device_memory_move_every_byte) {
+    const size_t local_offset  = 5;
+    const size_t remote_offset = 3;
+    uct_gpumem_ipc_stats_t before = stats();
+    uint64_t total                = 0;
+
+    run([&](ucp_process &ucp, ucp_rkey_h rkey, uint64_t remote,
+            channel &chan) {
+        for (size_t size : rma_sizes) {
+            const unsigned seed = (unsigned)size * 7;
+            char *src = (char*)device_alloc(size + local_offset,
+                                            GetParam().receiver_gpu);
+            char *dst = (char*)device_alloc(size + local_offset,
+                                            GetParam().receiver_gpu);
+            ucp_request_param_t param;
+
+            SCOPED_TRACE(std::to_string(size) + " bytes");
+            ASSERT_TRUE((src != NULL) && (dst != NULL));
+            to_device(src + local_offset, pattern(size, seed));
+            to_device(dst, std::string(size + local_offset, '\0'));
+
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_put_nbx(ucp.ep, src + local_offset,
+                                                   size,
+                                                   remote + remote_offset,
+                                                   rkey, &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            chan.send("check " + std::to_string(remote_offset) + " " +
+                      std::to_string(size) + " " + std::to_string(seed));
+            EXPECT_EQ("same", chan.recv()) << "put";
+
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_get_nbx(ucp.ep, dst + local_offset,
+                                                   size,
+                                                   remote + remote_offset,
+                                                   rkey, &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            EXPECT_TRUE(pattern(size, seed) ==
+                        from_device(dst + local_offset, size)) << "get";
+            EXPECT_EQ(std::string(local_offset, '\0'),
+                      from_device(dst, local_offset)) << "get wrote before "
+                                                         "its buffer";
+            total += 2 * size;
+            device_free(src);
+            device_free(dst);
+        }
+    });
+
+    EXPECT_EQ(total, stats().bytes - before.bytes)
+            << "not every byte went through gpumemipc";
+    /* What applications read of it (gpumem.h), from the plugin UCX uses */
+    auto ipc_bytes = (decltype(&gpumem_ipc_bytes))gpumem_test::plugin_symbol(
+            "gpumem_ipc_bytes");
+    unsigned long long api_bytes = 0;
+    ASSERT_TRUE(ipc_bytes != NULL);
+    EXPECT_EQ(0, ipc_bytes(&api_bytes));
+    EXPECT_EQ(stats().bytes, api_bytes);
+}
+
+TEST_P(ipc_ucp_rma, put_and_get_between_host_buffers_and_device_memory) {
+    uct_gpumem_ipc_stats_t before = stats();
+    uint64_t total                = 0;
+
+    run([&](ucp_process &ucp, ucp_rkey_h rkey, uint64_t remote,
+            channel &chan) {
+        for (size_t size : rma_sizes) {
+            const unsigned seed = (unsigned)size * 11;
+            std::string src     = pattern(size, seed);
+            std::string dst(size, '\0');
+            ucp_request_param_t param;
+
+            SCOPED_TRACE(std::to_string(size) + " bytes");
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_put_nbx(ucp.ep, &src[0], size,
+                                                   remote, rkey, &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            chan.send("check 0 " + std::to_string(size) + " " +
+                      std::to_string(seed));
+            EXPECT_EQ("same", chan.recv()) << "put";
+
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_get_nbx(ucp.ep, &dst[0], size,
+                                                   remote, rkey, &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            EXPECT_TRUE(src == dst) << "get";
+            total += 2 * size;
+        }
+    });
+
+    EXPECT_EQ(total, stats().bytes - before.bytes)
+            << "not every byte went through gpumemipc";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        tls, ipc_ucp_rma,
+        testing::Values(ucp_setup{"posix,gpumemcpy,gpumemipc", 0, 1},
+                        ucp_setup{"sm,gpumemcpy,gpumemipc", 0, 1},
+                        ucp_setup{"tcp,gpumemcpy,gpumemipc", 0, 0}),
+        setup_name);
+
+
+/* GPU 0 and GPU 2 of this machine do not reach each other: no gpumemipc,
+ * and UCX 1.13 emulates RMA with active messages (rma_sw.c). With its
+ * default protocols the emulation copies with the CPU on both sides, which
+ * faults on device memory; with UCX_PROTO_ENABLE=y the memory type travels
+ * with the request and device memory is copied by gpumemcpy. */
+class ipc_ucp_rma_unreachable : public ipc_ucp_rma {
+protected:
+    virtual void SetUp() {
+        setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+               "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+        setenv("UCX_PROTO_ENABLE", "y", 1);
+        ipc_ucp_rma::SetUp();
+    }
+
+    virtual void TearDown() {
+        unsetenv("UCX_PROTO_ENABLE");
+        unsetenv("UCX_GPUMEM_TOPO_XML");
+        ipc_ucp_rma::TearDown();
+    }
+};
+
+TEST_P(ipc_ucp_rma_unreachable, emulated_put_and_get_with_the_new_protocols) {
+    uct_gpumem_ipc_stats_t before = stats();
+
+    run([&](ucp_process &ucp, ucp_rkey_h rkey, uint64_t remote,
+            channel &chan) {
+        for (size_t size : {(size_t)8, (size_t)100000}) {
+            const unsigned seed = (unsigned)size * 13;
+            char *src = (char*)device_alloc(size, GetParam().receiver_gpu);
+            char *dst = (char*)device_alloc(size, GetParam().receiver_gpu);
+            std::string host(size, '\0');
+            ucp_request_param_t param;
+
+            SCOPED_TRACE(std::to_string(size) + " bytes");
+            ASSERT_TRUE((src != NULL) && (dst != NULL));
+            to_device(src, pattern(size, seed));
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_put_nbx(ucp.ep, src, size,
+                                                   remote + 3, rkey,
+                                                   &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            chan.send("check 3 " + std::to_string(size) + " " +
+                      std::to_string(seed));
+            EXPECT_EQ("same", chan.recv()) << "put";
+
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_get_nbx(ucp.ep, dst, size,
+                                                   remote + 3, rkey,
+                                                   &param)));
+            EXPECT_EQ(UCS_OK, ucp.wait(ucp_get_nbx(ucp.ep, &host[0], size,
+                                                   remote + 3, rkey,
+                                                   &param)));
+            EXPECT_EQ(UCS_OK, ucp.flush());
+            EXPECT_TRUE(pattern(size, seed) == from_device(dst, size))
+                    << "get into device memory";
+            EXPECT_TRUE(pattern(size, seed) == host) << "get into host";
+            device_free(src);
+            device_free(dst);
+        }
+    });
+
+    EXPECT_EQ(before.bytes, stats().bytes) << "gpumemipc moved bytes";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        tls, ipc_ucp_rma_unreachable,
+        testing::Values(ucp_setup{"posix,gpumemcpy,gpumemipc", 0, 2}),
         setup_name);

@@ -215,6 +215,10 @@ TEST_F(ipc_uct, md_registers_device_memory_and_needs_a_key) {
               attr.cap.flags);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.reg_mem_types);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.access_mem_types);
+    /* Host memory named for UCX 1.13's RMA key resolution only: nothing is
+     * allocated here */
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.alloc_mem_types);
+    EXPECT_EQ(0u, attr.cap.flags & UCT_MD_FLAG_ALLOC);
     EXPECT_EQ(0u, attr.cap.detect_mem_types);
     EXPECT_EQ(uct_gpumem_ipc_key_packed_size(), attr.rkey_packed_size);
     EXPECT_GE(255u, attr.rkey_packed_size) << "UCP keeps it in a byte";
@@ -250,9 +254,12 @@ TEST_F(ipc_uct, registration_follows_the_component) {
     }
 }
 
-TEST_F(ipc_uct, iface_query_advertises_zcopy_to_iface_and_small_addresses) {
+/* Short and bcopy too: UCX 1.13 wants them of a transport for ucp_put and
+ * ucp_get, and puts up to its zero-copy threshold (16 KiB) short */
+TEST_F(ipc_uct, iface_query_advertises_rma_to_iface_and_small_addresses) {
     const uint64_t flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                           UCT_IFACE_FLAG_PUT_ZCOPY |
+                           UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
+                           UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
                            UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING;
     uct_iface_attr_t attr;
 
@@ -265,7 +272,10 @@ TEST_F(ipc_uct, iface_query_advertises_zcopy_to_iface_and_small_addresses) {
     EXPECT_EQ(SIZE_MAX, attr.cap.put.max_zcopy);
     EXPECT_EQ(SIZE_MAX, attr.cap.get.max_zcopy);
     EXPECT_EQ(1u, attr.cap.put.max_iov);
-    EXPECT_EQ(0u, attr.cap.put.max_short);
+    EXPECT_LE(16384u - 1, attr.cap.put.max_short);
+    EXPECT_LT(0u, attr.cap.put.max_bcopy);
+    EXPECT_LT(0u, attr.cap.get.max_bcopy);
+    EXPECT_EQ(0u, attr.cap.get.max_short);
     EXPECT_EQ(0u, attr.cap.am.max_bcopy);
 }
 
@@ -697,6 +707,117 @@ TEST_F(ipc_uct, put_get_zcopy_between_two_gpus_of_one_process) {
     device_free(local1);
 }
 
+/* The local side of a zero-copy may be host memory: the engine of the
+ * process's GPU moves it */
+TEST_F(ipc_uct, put_get_zcopy_of_host_memory_and_a_peers_device_memory) {
+    const size_t sizes[] = {1, 4099, (1 << 20) + 5};
+    transfer t;
+
+    setup_transfer(4096, (1 << 20) + 4096, &t);
+    for (size_t size : sizes) {
+        const std::string in = pattern(size, (unsigned)size);
+        std::string out(size, '\0');
+        counted_comp put_comp, get_comp;
+
+        SCOPED_TRACE(std::to_string(size) + " bytes");
+        finish(zcopy(true, m_ep, (void*)in.data(), size,
+                     (uintptr_t)t.remote.address + 3, t.rkey.rkey,
+                     &put_comp), put_comp);
+        EXPECT_TRUE(in == from_device(t.remote.address + 3, size));
+        finish(zcopy(false, m_ep, &out[0], size,
+                     (uintptr_t)t.remote.address + 3, t.rkey.rkey,
+                     &get_comp), get_comp);
+        EXPECT_TRUE(in == out);
+    }
+    teardown_transfer(&t);
+}
+
+/* What UCP gives a short put: host or device memory, which only the engine
+ * reads; the bytes have landed when it returns */
+TEST_F(ipc_uct, put_short_of_device_and_host_memory_lands_at_once) {
+    uct_iface_attr_t attr;
+    transfer t;
+
+    setup_transfer(16384 + 8, 16384 + 8, &t);
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    for (size_t size : {(size_t)1, (size_t)127, attr.cap.put.max_short}) {
+        const std::string from_dev  = pattern(size, (unsigned)size);
+        const std::string from_host = pattern(size, (unsigned)size + 1);
+
+        SCOPED_TRACE(std::to_string(size) + " bytes");
+        to_device(t.local + 1, from_dev);
+        EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, t.local + 1, size,
+                                           (uintptr_t)t.remote.address + 5,
+                                           t.rkey.rkey));
+        EXPECT_TRUE(from_dev == from_device(t.remote.address + 5, size));
+
+        EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, from_host.data(), size,
+                                           (uintptr_t)t.remote.address + 7,
+                                           t.rkey.rkey));
+        EXPECT_TRUE(from_host == from_device(t.remote.address + 7, size));
+    }
+    teardown_transfer(&t);
+}
+
+namespace {
+
+struct bcopy_arg {
+    std::string bytes;
+};
+
+size_t bcopy_pack(void *dest, void *arg)
+{
+    const std::string &bytes = ((bcopy_arg*)arg)->bytes;
+
+    memcpy(dest, bytes.data(), bytes.size());
+    return bytes.size();
+}
+
+void bcopy_unpack(void *arg, const void *data, size_t length)
+{
+    ((bcopy_arg*)arg)->bytes.assign((const char*)data, length);
+}
+
+}
+
+/* Bcopy packs and unpacks host bytes; they land or arrive before it
+ * returns, past the limit it is refused */
+TEST_F(ipc_uct, put_get_bcopy_move_host_bytes_to_and_from_device_memory) {
+    uct_iface_attr_t attr;
+    bcopy_arg arg;
+    transfer t;
+
+    setup_transfer(4096, (64 << 10) + 64, &t);
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    for (size_t size : {(size_t)1, (size_t)1000, attr.cap.put.max_bcopy}) {
+        SCOPED_TRACE(std::to_string(size) + " bytes");
+        arg.bytes = pattern(size, (unsigned)size);
+        EXPECT_EQ((ssize_t)size,
+                  uct_ep_put_bcopy(m_ep, bcopy_pack, &arg,
+                                   (uintptr_t)t.remote.address + 9,
+                                   t.rkey.rkey));
+        EXPECT_TRUE(arg.bytes == from_device(t.remote.address + 9, size));
+
+        to_device(t.remote.address + 11, pattern(size, (unsigned)size + 3));
+        arg.bytes.clear();
+        EXPECT_EQ(UCS_OK, uct_ep_get_bcopy(m_ep, bcopy_unpack, &arg, size,
+                                           (uintptr_t)t.remote.address + 11,
+                                           t.rkey.rkey, NULL));
+        EXPECT_TRUE(pattern(size, (unsigned)size + 3) == arg.bytes);
+    }
+
+    {
+        diag_capture log;
+
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_ep_get_bcopy(m_ep, bcopy_unpack, &arg,
+                                   attr.cap.get.max_bcopy + 1,
+                                   (uintptr_t)t.remote.address, t.rkey.rkey,
+                                   NULL));
+    }
+    teardown_transfer(&t);
+}
+
 TEST_F(ipc_uct, zcopy_outside_the_keys_range_is_refused) {
     remote_buffer buffer;
     uct_rkey_bundle_t rkey;
@@ -720,12 +841,15 @@ TEST_F(ipc_uct, zcopy_outside_the_keys_range_is_refused) {
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               zcopy(false, m_ep, local, 1, (uintptr_t)buffer.address,
                     rkey.rkey, &comp));
-    /* The local side is device memory of the process */
+    /* From host memory too */
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               zcopy(true, m_ep, &host[0], host.size(),
-                    (uintptr_t)buffer.address + 4096, rkey.rkey, &comp));
+                    (uintptr_t)buffer.address + 8192 - 63, rkey.rkey, &comp));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_ep_put_short(m_ep, &host[0], 2,
+                               (uintptr_t)buffer.address + 8191, rkey.rkey));
     EXPECT_EQ(0, comp.calls);
-    EXPECT_EQ(3u, log.size()) << log.text();
+    EXPECT_EQ(4u, log.size()) << log.text();
 
     release(&rkey);
     dereg(part);
@@ -775,6 +899,84 @@ TEST_F(ipc_uct, fence_orders_copies_that_overlap) {
     wait(first);
     EXPECT_TRUE(pattern(size, 5) == from_device(t.remote.address, size))
             << "the copy before the fence landed after the one after it";
+    teardown_transfer(&t);
+}
+
+/* A short put after a fence lands after the zero-copy before it: its bytes
+ * are the last */
+TEST_F(ipc_uct, fence_makes_short_put_land_after_earlier_zcopy) {
+    const size_t size = 4 << 20;
+    const std::string tail(64, 't');
+    counted_comp first;
+    transfer t;
+
+    setup_transfer(size, size, &t);
+    to_device(t.local, pattern(size, 8));
+    put_in_flight(&t, size, 0, &first);
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, tail.data(), tail.size(),
+                                       (uintptr_t)t.remote.address + size -
+                                       tail.size(), t.rkey.rkey));
+    wait(first);
+    EXPECT_TRUE(tail == from_device(t.remote.address + size - tail.size(),
+                                    tail.size()));
+    EXPECT_TRUE(pattern(size, 8).substr(0, size - tail.size()) ==
+                from_device(t.remote.address, size - tail.size()));
+    teardown_transfer(&t);
+}
+
+/* Short and bcopy complete before they return: nothing is left to flush */
+TEST_F(ipc_uct, short_and_bcopy_leave_nothing_to_flush) {
+    const std::string bytes(1000, 'b');
+    transfer t;
+
+    setup_transfer(4096, 4096, &t);
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, bytes.data(), bytes.size(),
+                                       (uintptr_t)t.remote.address,
+                                       t.rkey.rkey));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep, 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+    teardown_transfer(&t);
+}
+
+/* A flush of the interface waits for the copies of every endpoint */
+TEST_F(ipc_uct, iface_flush_waits_for_every_ep) {
+    const size_t size = 4 << 20;
+    counted_comp first, second, flush;
+    uct_ep_h other;
+    transfer t;
+
+    setup_transfer(2 * size, 2 * size, &t);
+    other = connect(device_address(), iface_address());
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, m_ep, t.local, size,
+                                    (uintptr_t)t.remote.address, t.rkey.rkey,
+                                    &first));
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, other, t.local + size, size,
+                                    (uintptr_t)t.remote.address + size,
+                                    t.rkey.rkey, &second));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(connect(device_address(),
+                                           iface_address()), 0, NULL))
+            << "an ep with nothing posted has nothing to flush";
+    ASSERT_EQ(UCS_INPROGRESS, uct_iface_flush(m_iface, 0, &flush.uct));
+    wait(flush);
+    EXPECT_EQ(1, first.calls);
+    EXPECT_EQ(1, second.calls);
+    teardown_transfer(&t);
+}
+
+TEST_F(ipc_uct, zero_length_operations_are_done_at_once) {
+    counted_comp comp;
+    transfer t;
+
+    setup_transfer(4096, 4096, &t);
+    EXPECT_EQ(UCS_OK, zcopy(true, m_ep, t.local, 0,
+                            (uintptr_t)t.remote.address, t.rkey.rkey, &comp));
+    EXPECT_EQ(UCS_OK, zcopy(false, m_ep, t.local, 0,
+                            (uintptr_t)t.remote.address, t.rkey.rkey, &comp));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, t.local, 0,
+                                       (uintptr_t)t.remote.address,
+                                       t.rkey.rkey));
+    EXPECT_EQ(0, comp.calls);
     teardown_transfer(&t);
 }
 

@@ -12,9 +12,11 @@
 #include <gpumem/gpumem.h>
 
 #include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/ipc/ipc_cache.h>
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 #include <string.h>
 
 
@@ -271,6 +273,57 @@ gpumem_result_t gpumem_device_query(const void *ptr,
         attr->size      = gpumem_region_size(region);
     }
     uct_gpumem_context_put(context);
+    return UCS_OK;
+}
+
+gpumem_result_t gpumem_device_can_access_peer(int *can_access, int device,
+                                              int peer_device, char *reason,
+                                              size_t max_reason)
+{
+    uct_gpumem_context_t *context;
+    gpumem_topo_verdict_t verdict;
+    ucs_status_t status;
+    int reaches;
+
+    status = gpumem_api_context_get(&context);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((device < 0) || (peer_device < 0) ||
+        ((unsigned)device >= context->num_gpus) ||
+        ((unsigned)peer_device >= context->num_gpus)) {
+        ucs_error("gpumem: GPUs %d and %d are not both of the %u GPUs",
+                  device, peer_device, context->num_gpus);
+        uct_gpumem_context_put(context);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (device == peer_device) {
+        reaches = 1;
+        ucs_strncpy_zero(verdict.reason, "the same GPU",
+                         sizeof(verdict.reason));
+    } else {
+        reaches = gpumem_topo_reaches(gpumem_gpu_reach(context->gpus[device]),
+                                      gpumem_gpu_reach(
+                                              context->gpus[peer_device]),
+                                      0, &verdict);
+    }
+    uct_gpumem_context_put(context);
+
+    if ((reason != NULL) && (max_reason > 0)) {
+        ucs_strncpy_zero(reason, verdict.reason, max_reason);
+    }
+    *can_access = reaches;
+    return UCS_OK;
+}
+
+gpumem_result_t gpumem_ipc_bytes(unsigned long long *bytes)
+{
+    uct_gpumem_ipc_stats_t stats;
+
+    uct_gpumem_ipc_stats(&stats);
+    *bytes = stats.bytes;
     return UCS_OK;
 }
 

@@ -42,7 +42,7 @@ typedef struct uct_gpumem_ipc_stats {
     uint64_t evicted;    /* Idle entries dropped past the limit */
     uint64_t entries;    /* Entries now */
     uint64_t idle;       /* ... of which idle */
-    uint64_t puts;       /* Zero-copy operations posted */
+    uint64_t puts;       /* Operations posted: zcopy, short, bcopy */
     uint64_t gets;
     uint64_t bytes;      /* ... and the bytes they moved */
 } uct_gpumem_ipc_stats_t;
@@ -98,7 +98,7 @@ ucs_status_t uct_gpumem_ipc_cache_map(uct_gpumem_ipc_cache_t *cache,
                                       unsigned gpu,
                                       gpumem_region_t **region_p);
 
-/* Counts a zero-copy operation of @a length bytes */
+/* Counts an operation of @a length bytes */
 void uct_gpumem_ipc_stats_count_op(int is_put, size_t length);
 
 /**

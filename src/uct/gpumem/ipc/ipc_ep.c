@@ -1,8 +1,9 @@
 /**
- * gpumem IPC transport: the endpoint's zero-copy operations. Each resolves
- * the remote range through its key to the mapping of the peer's memory on
- * the GPU that holds the local buffer, and gives the copy to that GPU's
- * engine; completions come through the interface's progress.
+ * gpumem IPC transport: the endpoint's operations. Each resolves the remote
+ * range through its key to the mapping of the peer's memory on the GPU that
+ * holds the local buffer (the process's GPU for host memory), and gives the
+ * copy to that GPU's engine: zero-copy completes through the interface's
+ * progress, short and bcopy before they return.
  *
  * See file LICENSE for terms.
  */
@@ -81,22 +82,75 @@ uct_gpumem_ipc_ep_check_range(const uct_gpumem_ipc_rkey_t *key,
     return UCS_OK;
 }
 
+/* Where a copy runs and what it touches: the local buffer is device memory
+ * of this process, whose GPU's engine moves the bytes, or host memory,
+ * moved by the engine of the process's GPU; the remote range is reached
+ * through that GPU's mapping of the peer's memory */
+static ucs_status_t
+uct_gpumem_ipc_ep_resolve(uct_gpumem_ipc_iface_t *iface,
+                          const uct_gpumem_ipc_rkey_t *key,
+                          const void *buffer, uint64_t remote_addr,
+                          size_t length, const char *op_name,
+                          unsigned *gpu_p, int *local_dev_p,
+                          uint64_t *mapped_p)
+{
+    gpumem_region_t *mapping;
+    ucs_status_t status;
+    unsigned gpu;
+    int found;
+
+    status = uct_gpumem_ipc_ep_check_range(key, remote_addr, length,
+                                           op_name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    found = uct_gpumem_context_find_gpu(iface->md->context, buffer);
+    gpu   = (found < 0) ? iface->md->gpu : (unsigned)found;
+
+    status = uct_gpumem_ipc_cache_map(iface->md->cache, key->entry, gpu,
+                                      &mapping);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *gpu_p       = gpu;
+    *local_dev_p = (found >= 0);
+    *mapped_p    = gpumem_region_address(mapping) +
+                   (remote_addr - key->alloc_address);
+    return UCS_OK;
+}
+
+static void uct_gpumem_ipc_ep_trace(const uct_gpumem_ipc_ep_t *ep,
+                                    const char *op_name, size_t length,
+                                    int is_put, uint64_t remote_addr,
+                                    ucs_status_t status)
+{
+    if (!UCS_STATUS_IS_ERR(status)) {
+        uct_gpumem_ipc_stats_count_op(is_put, length);
+    }
+    ucs_trace_data("gpumemipc %s %zu bytes %s 0x%lx of process %d: %s",
+                   op_name, length, is_put ? "to" : "from",
+                   (unsigned long)remote_addr, ep->peer_pid,
+                   ucs_status_string(status));
+}
+
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                         uint64_t remote_addr, uct_rkey_t rkey,
                         uct_completion_t *comp, int is_put)
 {
-    uct_gpumem_ipc_iface_t *iface   = ucs_derived_of(tl_ep->iface,
-                                                     uct_gpumem_ipc_iface_t);
-    uct_gpumem_ipc_ep_t *ep         = ucs_derived_of(tl_ep,
-                                                     uct_gpumem_ipc_ep_t);
+    uct_gpumem_ipc_iface_t *iface    = ucs_derived_of(tl_ep->iface,
+                                                      uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_ep_t *ep          = ucs_derived_of(tl_ep,
+                                                      uct_gpumem_ipc_ep_t);
     const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
-    const char *op_name             = is_put ? "put_zcopy" : "get_zcopy";
-    gpumem_region_t *mapping;
+    const char *op_name              = is_put ? "put_zcopy" : "get_zcopy";
     uint64_t local, mapped;
     ucs_status_t status;
     size_t length;
-    int gpu;
+    unsigned gpu;
+    int local_dev;
 
     UCT_CHECK_IOV_SIZE(iovcnt, 1ul, op_name);
     if (iovcnt == 0) {
@@ -107,52 +161,151 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                     "buffer must be contiguous", iov[0].count);
     UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
                     "remote key of gpumem_ipc", op_name);
+
     length = uct_iov_get_length(iov);
     if (length == 0) {
         return UCS_OK;
     }
 
-    status = uct_gpumem_ipc_ep_check_range(key, remote_addr, length,
-                                           op_name);
+    status = uct_gpumem_ipc_ep_resolve(iface, key, iov[0].buffer, remote_addr,
+                                       length, op_name, &gpu, &local_dev,
+                                       &mapped);
     if (status != UCS_OK) {
         return status;
     }
 
-    /* The engine of the GPU that holds the local buffer moves the bytes,
-     * through its own mapping of the peer's memory */
-    gpu = uct_gpumem_context_find_gpu(iface->md->context, iov[0].buffer);
-    if (gpu < 0) {
-        ucs_error("gpumemipc: %s of %zu bytes at %p: not device memory of "
-                  "this process", op_name, length, iov[0].buffer);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    status = uct_gpumem_ipc_cache_map(iface->md->cache, key->entry, gpu,
-                                      &mapping);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    local  = (uintptr_t)iov[0].buffer;
-    mapped = gpumem_region_address(mapping) +
-             (remote_addr - key->alloc_address);
+    local = (uintptr_t)iov[0].buffer;
     if (is_put) {
         UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY, length);
-        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, mapped, 1, local, 1,
-                                           length, key->entry, comp);
+        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, mapped, 1, local,
+                                           local_dev, length, key->entry,
+                                           comp);
     } else {
         UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY, length);
-        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, local, 1, mapped, 1,
-                                           length, key->entry, comp);
+        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, local, local_dev,
+                                           mapped, 1, length, key->entry,
+                                           comp);
     }
 
-    if (!UCS_STATUS_IS_ERR(status)) {
-        uct_gpumem_ipc_stats_count_op(is_put, length);
+    uct_gpumem_ipc_ep_trace(ep, op_name, length, is_put, remote_addr, status);
+    return status;
+}
+
+ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                         unsigned length, uint64_t remote_addr,
+                                         uct_rkey_t rkey)
+{
+    uct_gpumem_ipc_iface_t *iface    = ucs_derived_of(tl_ep->iface,
+                                                      uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_ep_t *ep          = ucs_derived_of(tl_ep,
+                                                      uct_gpumem_ipc_ep_t);
+    const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
+    ucs_status_t status;
+    uint64_t mapped;
+    unsigned gpu;
+    int local_dev;
+
+    UCT_CHECK_LENGTH(length, 0, UCT_GPUMEM_IPC_PUT_MAX_SHORT, "put_short");
+    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: put_short needs "
+                    "the remote key of gpumem_ipc");
+    if (length == 0) {
+        return UCS_OK;
     }
-    ucs_trace_data("gpumemipc %s %zu bytes %s 0x%lx of process %d: %s",
-                   op_name, length, is_put ? "to" : "from",
-                   (unsigned long)remote_addr, ep->peer_pid,
-                   ucs_status_string(status));
+
+    /* The buffer may be device memory: the engine reads it, not the CPU */
+    status = uct_gpumem_ipc_ep_resolve(iface, key, buffer, remote_addr,
+                                       length, "put_short", &gpu, &local_dev,
+                                       &mapped);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    status = uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1,
+                                       (uintptr_t)buffer, local_dev, length);
+    uct_gpumem_ipc_ep_trace(ep, "put_short", length, 1, remote_addr, status);
+    return status;
+}
+
+ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                    void *arg, uint64_t remote_addr,
+                                    uct_rkey_t rkey)
+{
+    uct_gpumem_ipc_iface_t *iface    = ucs_derived_of(tl_ep->iface,
+                                                      uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_ep_t *ep          = ucs_derived_of(tl_ep,
+                                                      uct_gpumem_ipc_ep_t);
+    const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
+    ucs_status_t status;
+    uint64_t mapped;
+    size_t length;
+    unsigned gpu;
+    int local_dev;
+
+    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: put_bcopy needs "
+                    "the remote key of gpumem_ipc");
+
+    length = pack_cb(iface->bounce, arg);
+    UCT_CHECK_LENGTH(length, 0, UCT_GPUMEM_IPC_MAX_BCOPY, "put_bcopy");
+    if (length == 0) {
+        return 0;
+    }
+
+    status = uct_gpumem_ipc_ep_resolve(iface, key, iface->bounce, remote_addr,
+                                       length, "put_bcopy", &gpu, &local_dev,
+                                       &mapped);
+    if (status == UCS_OK) {
+        UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+        status = uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1,
+                                           (uintptr_t)iface->bounce, 0,
+                                           length);
+    }
+
+    uct_gpumem_ipc_ep_trace(ep, "put_bcopy", length, 1, remote_addr, status);
+    return (status == UCS_OK) ? (ssize_t)length : status;
+}
+
+ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
+                                         uct_unpack_callback_t unpack_cb,
+                                         void *arg, size_t length,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t UCS_V_UNUSED *comp)
+{
+    uct_gpumem_ipc_iface_t *iface    = ucs_derived_of(tl_ep->iface,
+                                                      uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_ep_t *ep          = ucs_derived_of(tl_ep,
+                                                      uct_gpumem_ipc_ep_t);
+    const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
+    ucs_status_t status;
+    uint64_t mapped;
+    unsigned gpu;
+    int local_dev;
+
+    UCT_CHECK_LENGTH(length, 0, UCT_GPUMEM_IPC_MAX_BCOPY, "get_bcopy");
+    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: get_bcopy needs "
+                    "the remote key of gpumem_ipc");
+    if (length == 0) {
+        unpack_cb(arg, iface->bounce, 0);
+        return UCS_OK;
+    }
+
+    status = uct_gpumem_ipc_ep_resolve(iface, key, iface->bounce, remote_addr,
+                                       length, "get_bcopy", &gpu, &local_dev,
+                                       &mapped);
+    if (status == UCS_OK) {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+        status = uct_gpumem_ipc_iface_copy(iface, gpu,
+                                           (uintptr_t)iface->bounce, 0,
+                                           mapped, 1, length);
+    }
+
+    /* The bytes are here when it returns: done, no completion */
+    if (status == UCS_OK) {
+        unpack_cb(arg, iface->bounce, length);
+    }
+
+    uct_gpumem_ipc_ep_trace(ep, "get_bcopy", length, 0, remote_addr, status);
     return status;
 }
 

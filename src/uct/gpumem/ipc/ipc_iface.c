@@ -207,13 +207,16 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     /* PENDING: no operation runs out of resources, so pending_add answers
      * UCS_ERR_BUSY (try again now) and nothing waits */
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                          UCT_IFACE_FLAG_PUT_SHORT        |
+                                          UCT_IFACE_FLAG_PUT_BCOPY        |
                                           UCT_IFACE_FLAG_PUT_ZCOPY        |
+                                          UCT_IFACE_FLAG_GET_BCOPY        |
                                           UCT_IFACE_FLAG_GET_ZCOPY        |
                                           UCT_IFACE_FLAG_PENDING;
     iface_attr->cap.event_flags         = 0;
 
-    iface_attr->cap.put.max_short       = 0;
-    iface_attr->cap.put.max_bcopy       = 0;
+    iface_attr->cap.put.max_short       = UCT_GPUMEM_IPC_PUT_MAX_SHORT;
+    iface_attr->cap.put.max_bcopy       = UCT_GPUMEM_IPC_MAX_BCOPY;
     iface_attr->cap.put.min_zcopy       = 0;
     iface_attr->cap.put.max_zcopy       = SIZE_MAX;
     iface_attr->cap.put.opt_zcopy_align = 1;
@@ -221,7 +224,7 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.put.max_iov         = 1;
 
     iface_attr->cap.get.max_short       = 0;
-    iface_attr->cap.get.max_bcopy       = 0;
+    iface_attr->cap.get.max_bcopy       = UCT_GPUMEM_IPC_MAX_BCOPY;
     iface_attr->cap.get.min_zcopy       = 0;
     iface_attr->cap.get.max_zcopy       = SIZE_MAX;
     iface_attr->cap.get.opt_zcopy_align = 1;
@@ -331,6 +334,24 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
     ++ep->outstanding;
     ucs_queue_push(&iface->ops, &op->queue);
     return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
+                                       unsigned gpu, uint64_t dst, int dst_dev,
+                                       uint64_t src, int src_dev,
+                                       size_t length)
+{
+    gpumem_driver_t *driver = uct_gpumem_ipc_iface_context(iface)->driver;
+    gpumem_driver_copy_t copy;
+    ucs_status_t status;
+
+    status = driver->ops->copy(driver->ops->gpu(driver, gpu), dst, dst_dev,
+                               src, src_dev, length, &copy);
+    if (status != UCS_INPROGRESS) {
+        return status;
+    }
+
+    return uct_gpumem_ipc_iface_finish(iface, &copy);
 }
 
 ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
@@ -493,7 +514,10 @@ static ucs_status_t uct_gpumem_ipc_iface_fence(uct_iface_h tl_iface,
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_ipc_iface_t)(uct_iface_t*);
 
 static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
+    .ep_put_short             = uct_gpumem_ipc_ep_put_short,
+    .ep_put_bcopy             = uct_gpumem_ipc_ep_put_bcopy,
     .ep_put_zcopy             = uct_gpumem_ipc_ep_put_zcopy,
+    .ep_get_bcopy             = uct_gpumem_ipc_ep_get_bcopy,
     .ep_get_zcopy             = uct_gpumem_ipc_ep_get_zcopy,
     .ep_pending_add           = (uct_ep_pending_add_func_t)
                                         ucs_empty_function_return_busy,
@@ -590,10 +614,18 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
     ucs_queue_head_init(&self->ops);
     ucs_queue_head_init(&self->flushes);
 
+    self->bounce = ucs_malloc(UCT_GPUMEM_IPC_MAX_BCOPY, "gpumem_ipc_bounce");
+    if (self->bounce == NULL) {
+        ucs_error("gpumemipc: failed to allocate %zu bytes of bcopy buffer",
+                  (size_t)UCT_GPUMEM_IPC_MAX_BCOPY);
+        return UCS_ERR_NO_MEMORY;
+    }
+
     status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_ipc_op_t), 0,
                             UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
                             &uct_gpumem_ipc_op_mpool_ops, "gpumem_ipc_ops");
     if (status != UCS_OK) {
+        ucs_free(self->bounce);
         return status;
     }
 
@@ -624,6 +656,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
     }
 
     ucs_mpool_cleanup(&self->op_mp, 1);
+    ucs_free(self->bounce);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_base_iface_t);

@@ -21,6 +21,14 @@
 #define UCT_GPUMEM_IPC_TL_NAME   "gpumemipc"
 #define UCT_GPUMEM_IPC_DEV_NAME  "gpumem"
 
+/* Short puts and bcopy are for UCP's RMA: UCX 1.13 takes a transport for
+ * ucp_put/ucp_get only if it has them, and gives a put below its zero-copy
+ * threshold (16 KiB unless UCX_ZCOPY_THRESH says otherwise) to put_short up
+ * to this size. So a put from device memory never reaches put_bcopy, whose
+ * packing UCP does with the CPU. */
+#define UCT_GPUMEM_IPC_PUT_MAX_SHORT  (16 * UCS_KBYTE)
+#define UCT_GPUMEM_IPC_MAX_BCOPY      (16 * UCS_KBYTE)
+
 
 /* The device address: the machine's identity (uct_gpumem_ipc_machine_id) */
 typedef uint64_t uct_gpumem_ipc_device_addr_t;
@@ -81,6 +89,7 @@ typedef struct uct_gpumem_ipc_iface {
     ucs_queue_head_t      flushes;   /* Flushes waiting, oldest first */
     uint64_t              seq;       /* Of the last copy posted */
     uct_gpumem_ipc_path_t path;      /* What the estimates come from */
+    void                  *bounce;   /* Host bytes of bcopy, max_bcopy */
     struct {
         unsigned          max_poll;
         double            bandwidth;
@@ -111,6 +120,12 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
  * A flush of what was posted so far: UCS_INPROGRESS and @a comp (if not
  * NULL) called once all of it completed, or an error.
  */
+/* Copies at once, back when the bytes landed: short and bcopy */
+ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
+                                       unsigned gpu, uint64_t dst, int dst_dev,
+                                       uint64_t src, int src_dev,
+                                       size_t length);
+
 ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
                                              uct_completion_t *comp);
 

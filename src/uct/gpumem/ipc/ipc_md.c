@@ -86,7 +86,14 @@ static ucs_status_t uct_gpumem_ipc_md_query(uct_md_h uct_md,
     md_attr->cap.max_reg          = SIZE_MAX;
     md_attr->cap.reg_mem_types    = UCS_BIT(md->mem_type);
     md_attr->cap.access_mem_types = UCS_BIT(md->mem_type);
-    md_attr->cap.alloc_mem_types  = 0;
+    /* UCX 1.13 resolves a remote key for ucp_put/ucp_get
+     * (ucp_rkey_resolve_inner) by checking each RMA lane's domain against
+     * host memory, whatever the memory of the key: a domain that names no
+     * host memory type never carries UCP's RMA, and UCP emulates it with the
+     * CPU, which faults on device memory. The domain names host memory here
+     * only: without UCT_MD_FLAG_ALLOC, UCT allocates nothing through it, and
+     * UCP chooses it for no host memory lane. */
+    md_attr->cap.alloc_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->cap.detect_mem_types = 0;
     md_attr->rkey_packed_size     = uct_gpumem_ipc_key_packed_size();
     /* An export: a lock and a few words written, nothing pinned */
