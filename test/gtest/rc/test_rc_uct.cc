@@ -829,3 +829,66 @@ TEST_F(rc_uct, unregistered_local_bytes_are_refused) {
             << "a byte past the registration";
     EXPECT_EQ(0u, comp.calls);
 }
+
+TEST_F(rc_uct, put_short_lands_before_completion_of_a_flush) {
+    open();
+    rc_buffer &peer = alloc(4096, true, 2);
+    std::vector<uint8_t> expected = contents(peer);
+    std::vector<uint8_t> bytes    = make_pattern(m_iface_attr.cap.put.max_short,
+                                                 77);
+    completion flush;
+
+    ASSERT_GT(m_iface_attr.cap.put.max_short, 0u);
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep[0], bytes.data(), bytes.size(),
+                                       remote(peer, 9), peer.rkey.rkey));
+    memcpy(&expected[9], bytes.data(), bytes.size());
+    bytes.assign(bytes.size(), 0);  /* The request holds its own copy */
+    if (uct_ep_flush(m_ep[0], 0, &flush.super) == UCS_INPROGRESS) {
+        wait(&flush.super);
+    }
+    EXPECT_TRUE(contents(peer) == expected);
+}
+
+TEST_F(rc_uct, put_bcopy_packs_and_lands) {
+    open();
+    rc_buffer &peer = alloc(65536, true, 2);
+    std::vector<uint8_t> expected = contents(peer);
+    std::vector<uint8_t> bytes    = make_pattern(m_iface_attr.cap.put.max_bcopy,
+                                                 5);
+    completion flush;
+    ssize_t packed;
+
+    packed = uct_ep_put_bcopy(m_ep[0], [](void *dest, void *arg) -> size_t {
+        std::vector<uint8_t> *src = (std::vector<uint8_t>*)arg;
+        memcpy(dest, src->data(), src->size());
+        return src->size();
+    }, &bytes, remote(peer, 100), peer.rkey.rkey);
+    ASSERT_EQ((ssize_t)bytes.size(), packed);
+    memcpy(&expected[100], bytes.data(), bytes.size());
+    if (uct_ep_flush(m_ep[0], 0, &flush.super) == UCS_INPROGRESS) {
+        wait(&flush.super);
+    }
+    EXPECT_TRUE(contents(peer) == expected);
+}
+
+TEST_F(rc_uct, get_bcopy_unpacks_before_completion) {
+    open();
+    rc_buffer &peer = alloc(65536, true, 2);
+    std::vector<uint8_t> source = contents(peer);
+    size_t length               = m_iface_attr.cap.get.max_bcopy - 3;
+    std::vector<uint8_t> out;
+    completion comp;
+
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_bcopy(m_ep[0], [](void *arg, const void *data,
+                                           size_t length) {
+                  std::vector<uint8_t> *dst = (std::vector<uint8_t>*)arg;
+                  dst->assign((const uint8_t*)data,
+                              (const uint8_t*)data + length);
+              }, &out, length, remote(peer, 3), peer.rkey.rkey,
+              &comp.super));
+    wait(&comp.super);
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_TRUE(std::vector<uint8_t>(source.begin() + 3,
+                                     source.begin() + 3 + length) == out);
+}

@@ -97,14 +97,15 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
     }
 
     memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.send_cq          = iface->cq;
-    init_attr.recv_cq          = iface->cq;
-    init_attr.qp_type          = IBV_QPT_RC;
-    init_attr.sq_sig_all       = 1;
-    init_attr.cap.max_send_wr  = iface->config.tx_queue_len;
-    init_attr.cap.max_send_sge = iface->max_sge;
-    init_attr.cap.max_recv_wr  = 1;
-    init_attr.cap.max_recv_sge = 1;
+    init_attr.send_cq             = iface->cq;
+    init_attr.recv_cq             = iface->cq;
+    init_attr.qp_type             = IBV_QPT_RC;
+    init_attr.sq_sig_all          = 1;
+    init_attr.cap.max_send_wr     = iface->config.tx_queue_len;
+    init_attr.cap.max_send_sge    = iface->max_sge;
+    init_attr.cap.max_recv_wr     = 1;
+    init_attr.cap.max_recv_sge    = 1;
+    init_attr.cap.max_inline_data = iface->config.max_inline;
 
     self->qp = ibv_create_qp(iface->md->pd, &init_attr);
     if (self->qp == NULL) {
@@ -166,6 +167,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_rc_ep_t)
 
     /* Left only where the interface closes with work requests in flight */
     ucs_queue_for_each_extract(op, &self->ops, queue, 1) {
+        if (op->desc != NULL) {
+            ucs_mpool_put(op->desc);
+        }
         ucs_mpool_put(op);
     }
 
@@ -206,7 +210,8 @@ void uct_gpumem_rc_ep_destroy(uct_ep_h tl_ep)
     ucs_list_head_init(&ep->pending_link);
 
     ucs_queue_for_each(op, &ep->ops, queue) {
-        op->comp = NULL;
+        op->comp      = NULL;
+        op->unpack_cb = NULL;
     }
 
     ep->destroyed = 1;
@@ -418,22 +423,11 @@ uct_gpumem_rc_ep_check_remote(const gpumem_reg_remote_view_t *remote,
     return UCS_ERR_INVALID_ADDR;
 }
 
-static ucs_status_t uct_gpumem_rc_ep_rdma(uct_gpumem_rc_ep_t *ep,
-                                          enum ibv_wr_opcode opcode,
-                                          const uct_iov_t *iov, size_t iovcnt,
-                                          uint64_t remote_addr,
-                                          uct_rkey_t rkey,
-                                          uct_completion_t *comp)
+/* Whether @a ep may post now: connected, not failed, room in its queue and
+ * in the completion queue */
+static ucs_status_t uct_gpumem_rc_ep_can_post(uct_gpumem_rc_iface_t *iface,
+                                              uct_gpumem_rc_ep_t *ep)
 {
-    uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
-    const gpumem_reg_remote_view_t *remote = (const void*)rkey;
-    struct ibv_sge sge[UCT_GPUMEM_RC_SGE_MAX];
-    struct ibv_send_wr wr, *bad_wr;
-    uct_gpumem_rc_op_t *op;
-    ucs_status_t status;
-    size_t length;
-    int num_sge, ret;
-
     if (ucs_unlikely(ep->status != UCS_OK)) {
         return ep->status;
     }
@@ -443,16 +437,107 @@ static ucs_status_t uct_gpumem_rc_ep_rdma(uct_gpumem_rc_ep_t *ep,
         return UCS_ERR_NOT_CONNECTED;
     }
 
-    if (ucs_unlikely(iovcnt > iface->max_sge)) {
-        ucs_error("gpumem_rc: %zu scatter-gather entries, at most %u",
-                  iovcnt, iface->max_sge);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
     if (!uct_gpumem_rc_iface_has_resources(iface, ep)) {
         UCS_STATS_UPDATE_COUNTER(iface->super.stats, UCT_IFACE_STAT_TX_NO_DESC,
                                  1);
         return UCS_ERR_NO_RESOURCE;
+    }
+
+    return UCS_OK;
+}
+
+static uct_gpumem_rc_op_t *
+uct_gpumem_rc_ep_op_get(uct_gpumem_rc_iface_t *iface, uct_gpumem_rc_ep_t *ep,
+                        enum ibv_wr_opcode opcode, uint64_t remote_addr,
+                        size_t length, uint32_t rkey, uct_completion_t *comp)
+{
+    uct_gpumem_rc_op_t *op = ucs_mpool_get(&iface->op_mp);
+
+    if (op == NULL) {
+        ucs_error("gpumem_rc: failed to allocate an operation");
+        return NULL;
+    }
+
+    op->ep          = ep;
+    op->comp        = comp;
+    op->posted      = 1;
+    op->done        = 0;
+    op->status      = UCS_INPROGRESS;
+    op->opcode      = opcode;
+    op->remote_addr = remote_addr;
+    op->length      = length;
+    op->rkey        = rkey;
+    op->desc        = NULL;
+    op->unpack_cb   = NULL;
+    op->unpack_arg  = NULL;
+    return op;
+}
+
+/* Post the work request of @a op; on failure @a op (and its bounce buffer)
+ * go back */
+static ucs_status_t uct_gpumem_rc_ep_post(uct_gpumem_rc_iface_t *iface,
+                                          uct_gpumem_rc_ep_t *ep,
+                                          uct_gpumem_rc_op_t *op,
+                                          struct ibv_sge *sge, int num_sge,
+                                          int send_flags)
+{
+    struct ibv_send_wr wr, *bad_wr;
+    int ret;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id               = (uintptr_t)op;
+    wr.sg_list             = sge;
+    wr.num_sge             = num_sge;
+    wr.opcode              = op->opcode;
+    wr.send_flags          = IBV_SEND_SIGNALED | send_flags |
+                             (ep->fence ? IBV_SEND_FENCE : 0);
+    wr.wr.rdma.remote_addr = op->remote_addr;
+    wr.wr.rdma.rkey        = op->rkey;
+
+    ret = ibv_post_send(ep->qp, &wr, &bad_wr);
+    if (ret != 0) {
+        ucs_error("gpumem_rc: ep %p: posting %s of %zu bytes on QP 0x%x "
+                  "failed: %s", ep, uct_gpumem_rc_opcode_name(op->opcode),
+                  op->length, ep->qp->qp_num, strerror(ret));
+        if (op->desc != NULL) {
+            ucs_mpool_put(op->desc);
+        }
+        ucs_mpool_put(op);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ep->fence = 0;
+    --ep->sq_available;
+    --iface->cq_available;
+    ++ep->posted;
+    ucs_queue_push(&ep->ops, &op->queue);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpumem_rc_ep_zcopy(uct_gpumem_rc_ep_t *ep,
+                                           enum ibv_wr_opcode opcode,
+                                           const uct_iov_t *iov, size_t iovcnt,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey,
+                                           uct_completion_t *comp)
+{
+    uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
+    const gpumem_reg_remote_view_t *remote = (const void*)rkey;
+    struct ibv_sge sge[UCT_GPUMEM_RC_SGE_MAX];
+    uct_gpumem_rc_op_t *op;
+    ucs_status_t status;
+    size_t length;
+    int num_sge;
+
+    status = uct_gpumem_rc_ep_can_post(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (ucs_unlikely(iovcnt > iface->max_sge)) {
+        ucs_error("gpumem_rc: %zu scatter-gather entries, at most %u",
+                  iovcnt, iface->max_sge);
+        return UCS_ERR_INVALID_PARAM;
     }
 
     status = uct_gpumem_rc_ep_sge(iov, iovcnt, sge, &num_sge, &length);
@@ -465,46 +550,161 @@ static ucs_status_t uct_gpumem_rc_ep_rdma(uct_gpumem_rc_ep_t *ep,
         return status;
     }
 
-    op = ucs_mpool_get(&iface->op_mp);
+    op = uct_gpumem_rc_ep_op_get(iface, ep, opcode, remote_addr, length,
+                                 remote->rkey, comp);
     if (op == NULL) {
-        ucs_error("gpumem_rc: failed to allocate an operation");
         return UCS_ERR_NO_MEMORY;
     }
 
-    op->ep          = ep;
-    op->comp        = comp;
-    op->posted      = 1;
-    op->done        = 0;
-    op->status      = UCS_INPROGRESS;
-    op->opcode      = opcode;
-    op->remote_addr = remote_addr;
-    op->length      = length;
-    op->rkey        = remote->rkey;
+    status = uct_gpumem_rc_ep_post(iface, ep, op, sge, num_sge, 0);
+    return (status == UCS_OK) ? UCS_INPROGRESS : status;
+}
 
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id               = (uintptr_t)op;
-    wr.sg_list             = sge;
-    wr.num_sge             = num_sge;
-    wr.opcode              = opcode;
-    wr.send_flags          = IBV_SEND_SIGNALED |
-                             (ep->fence ? IBV_SEND_FENCE : 0);
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey        = remote->rkey;
+ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                        unsigned length, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    uct_gpumem_rc_ep_t *ep                 = ucs_derived_of(tl_ep,
+                                                            uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
+    const gpumem_reg_remote_view_t *remote = (const void*)rkey;
+    uct_gpumem_rc_op_t *op;
+    struct ibv_sge sge;
+    ucs_status_t status;
 
-    ret = ibv_post_send(ep->qp, &wr, &bad_wr);
-    if (ret != 0) {
-        ucs_error("gpumem_rc: ep %p: posting %s of %zu bytes on QP 0x%x "
-                  "failed: %s", ep, uct_gpumem_rc_opcode_name(opcode), length,
-                  ep->qp->qp_num, strerror(ret));
-        ucs_mpool_put(op);
-        return UCS_ERR_IO_ERROR;
+    UCT_CHECK_LENGTH(length, 0, iface->config.max_inline, "put_short");
+
+    status = uct_gpumem_rc_ep_can_post(iface, ep);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    ep->fence = 0;
-    --ep->sq_available;
-    --iface->cq_available;
-    ++ep->posted;
-    ucs_queue_push(&ep->ops, &op->queue);
+    status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_WRITE, remote_addr,
+                                 length, remote->rkey, NULL);
+    if (op == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* Inline: the device copies the bytes as the request is posted */
+    sge.addr   = (uintptr_t)buffer;
+    sge.length = length;
+    sge.lkey   = 0;
+    status     = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1,
+                                       IBV_SEND_INLINE);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
+    return status;
+}
+
+ssize_t uct_gpumem_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                   void *arg, uint64_t remote_addr,
+                                   uct_rkey_t rkey)
+{
+    uct_gpumem_rc_ep_t *ep                 = ucs_derived_of(tl_ep,
+                                                            uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
+    const gpumem_reg_remote_view_t *remote = (const void*)rkey;
+    uct_gpumem_rc_desc_t *desc;
+    uct_gpumem_rc_op_t *op;
+    struct ibv_sge sge;
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_gpumem_rc_ep_can_post(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    desc = ucs_mpool_get(&iface->desc_mp);
+    if (desc == NULL) {
+        ucs_error("gpumem_rc: failed to allocate a bounce buffer");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    length = pack_cb(desc->data, arg);
+    ucs_assert(length <= iface->config.seg_size);
+    status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
+    if (status != UCS_OK) {
+        ucs_mpool_put(desc);
+        return status;
+    }
+
+    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_WRITE, remote_addr,
+                                 length, remote->rkey, NULL);
+    if (op == NULL) {
+        ucs_mpool_put(desc);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    op->desc   = desc;
+    sge.addr   = (uintptr_t)desc->data;
+    sge.length = length;
+    sge.lkey   = desc->lkey;
+    status     = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    return length;
+}
+
+ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
+                                        uct_unpack_callback_t unpack_cb,
+                                        void *arg, size_t length,
+                                        uint64_t remote_addr, uct_rkey_t rkey,
+                                        uct_completion_t *comp)
+{
+    uct_gpumem_rc_ep_t *ep                 = ucs_derived_of(tl_ep,
+                                                            uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
+    const gpumem_reg_remote_view_t *remote = (const void*)rkey;
+    uct_gpumem_rc_desc_t *desc;
+    uct_gpumem_rc_op_t *op;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+
+    status = uct_gpumem_rc_ep_can_post(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    desc = ucs_mpool_get(&iface->desc_mp);
+    if (desc == NULL) {
+        ucs_error("gpumem_rc: failed to allocate a bounce buffer");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_READ, remote_addr,
+                                 length, remote->rkey, comp);
+    if (op == NULL) {
+        ucs_mpool_put(desc);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    op->desc       = desc;
+    op->unpack_cb  = unpack_cb;
+    op->unpack_arg = arg;
+    sge.addr       = (uintptr_t)desc->data;
+    sge.length     = length;
+    sge.lkey       = desc->lkey;
+    status         = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     return UCS_INPROGRESS;
 }
 
@@ -516,8 +716,8 @@ ucs_status_t uct_gpumem_rc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     uct_gpumem_rc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
     ucs_status_t status;
 
-    status = uct_gpumem_rc_ep_rdma(ep, IBV_WR_RDMA_WRITE, iov, iovcnt,
-                                   remote_addr, rkey, comp);
+    status = uct_gpumem_rc_ep_zcopy(ep, IBV_WR_RDMA_WRITE, iov, iovcnt,
+                                    remote_addr, rkey, comp);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, ZCOPY,
                                  uct_iov_total_length(iov, iovcnt));
     return status;
@@ -531,8 +731,8 @@ ucs_status_t uct_gpumem_rc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     uct_gpumem_rc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
     ucs_status_t status;
 
-    status = uct_gpumem_rc_ep_rdma(ep, IBV_WR_RDMA_READ, iov, iovcnt,
-                                   remote_addr, rkey, comp);
+    status = uct_gpumem_rc_ep_zcopy(ep, IBV_WR_RDMA_READ, iov, iovcnt,
+                                    remote_addr, rkey, comp);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, ZCOPY,
                                  uct_iov_total_length(iov, iovcnt));
     return status;
@@ -609,6 +809,13 @@ void uct_gpumem_rc_ep_complete(uct_gpumem_rc_iface_t *iface,
         ucs_queue_pull_non_empty(&ep->ops);
         comp   = head->comp;
         status = head->posted ? head->status : ep->status;
+        if (head->desc != NULL) {
+            if ((head->unpack_cb != NULL) && (status == UCS_OK)) {
+                head->unpack_cb(head->unpack_arg, head->desc->data,
+                                head->length);
+            }
+            ucs_mpool_put(head->desc);
+        }
         ucs_mpool_put(head);
         if (comp != NULL) {
             uct_invoke_completion(comp, status);
@@ -703,11 +910,13 @@ ucs_status_t uct_gpumem_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_ERR_NO_MEMORY;
     }
 
-    op->ep     = ep;
-    op->comp   = comp;
-    op->posted = 0;
-    op->done   = 0;
-    op->status = UCS_INPROGRESS;
+    op->ep        = ep;
+    op->comp      = comp;
+    op->posted    = 0;
+    op->done      = 0;
+    op->status    = UCS_INPROGRESS;
+    op->desc      = NULL;
+    op->unpack_cb = NULL;
     ucs_queue_push(&ep->ops, &op->queue);
     return UCS_INPROGRESS;
 }

@@ -102,6 +102,18 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      ucs_offsetof(uct_gpumem_rc_iface_config_t, max_rd_atomic),
      UCS_CONFIG_TYPE_UINT},
 
+    {"SEG_SIZE", "8k",
+     "Largest put/get bcopy: the size of the registered host buffer the\n"
+     "bytes pass through.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"MAX_INLINE", "64",
+     "Largest put short: bytes the device copies from the request as it is\n"
+     "posted (inline); the device's limit caps it.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, max_inline),
+     UCS_CONFIG_TYPE_UINT},
+
     {"BW", "auto",
      "Bandwidth UCP expects of the port; auto: the port's signalling rate\n"
      "less its encoding (lanes times lane speed).",
@@ -344,18 +356,24 @@ static ucs_status_t uct_gpumem_rc_iface_query(uct_iface_h tl_iface,
     iface_attr->ep_addr_len             = UCT_GPUMEM_RC_EP_ADDR_SIZE;
     iface_attr->max_conn_priv           = 0;
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_EP |
+                                          UCT_IFACE_FLAG_PUT_SHORT     |
+                                          UCT_IFACE_FLAG_PUT_BCOPY     |
                                           UCT_IFACE_FLAG_PUT_ZCOPY     |
+                                          UCT_IFACE_FLAG_GET_BCOPY     |
                                           UCT_IFACE_FLAG_GET_ZCOPY     |
                                           UCT_IFACE_FLAG_PENDING       |
                                           UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     iface_attr->cap.event_flags         = 0;
 
+    iface_attr->cap.put.max_short       = iface->config.max_inline;
+    iface_attr->cap.put.max_bcopy       = iface->config.seg_size;
     iface_attr->cap.put.min_zcopy       = 0;
     iface_attr->cap.put.max_zcopy       = iface->port_attr.max_msg_sz;
     iface_attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
     iface_attr->cap.put.align_mtu       = mtu;
     iface_attr->cap.put.max_iov         = iface->max_sge;
 
+    iface_attr->cap.get.max_bcopy       = iface->config.seg_size;
     iface_attr->cap.get.min_zcopy       = 0;
     iface_attr->cap.get.max_zcopy       = iface->port_attr.max_msg_sz;
     iface_attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
@@ -478,7 +496,10 @@ static ucs_status_t uct_gpumem_rc_iface_fence(uct_iface_h tl_iface,
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_rc_iface_t)(uct_iface_t*);
 
 static uct_iface_ops_t uct_gpumem_rc_iface_ops = {
+    .ep_put_short             = uct_gpumem_rc_ep_put_short,
+    .ep_put_bcopy             = uct_gpumem_rc_ep_put_bcopy,
     .ep_put_zcopy             = uct_gpumem_rc_ep_put_zcopy,
+    .ep_get_bcopy             = uct_gpumem_rc_ep_get_bcopy,
     .ep_get_zcopy             = uct_gpumem_rc_ep_get_zcopy,
     .ep_pending_add           = uct_gpumem_rc_ep_pending_add,
     .ep_pending_purge         = uct_gpumem_rc_ep_pending_purge,
@@ -521,6 +542,70 @@ static ucs_mpool_ops_t uct_gpumem_rc_op_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
     .chunk_release = ucs_mpool_chunk_free,
     .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+/* A chunk of bounce buffers: registered host memory, its handle first */
+typedef struct uct_gpumem_rc_desc_chunk {
+    uct_mem_h memh;
+    uint32_t  lkey;
+} UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE) uct_gpumem_rc_desc_chunk_t;
+
+static ucs_status_t uct_gpumem_rc_desc_chunk_alloc(ucs_mpool_t *mp,
+                                                   size_t *size_p,
+                                                   void **chunk_p)
+{
+    uct_gpumem_rc_iface_t *iface = *(uct_gpumem_rc_iface_t**)
+                                   ucs_mpool_priv(mp);
+    size_t size                  = sizeof(uct_gpumem_rc_desc_chunk_t) +
+                                   *size_p;
+    uct_gpumem_rc_desc_chunk_t *chunk;
+    ucs_status_t status;
+
+    chunk = ucs_malloc(size, "gpumem_rc_desc_chunk");
+    if (chunk == NULL) {
+        ucs_error("gpumem_rc: failed to allocate %zu bytes of bounce "
+                  "buffers", size);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_md_mem_reg(&iface->md->super, chunk, size,
+                            UCT_MD_MEM_ACCESS_LOCAL_READ |
+                            UCT_MD_MEM_ACCESS_LOCAL_WRITE, &chunk->memh);
+    if (status != UCS_OK) {
+        ucs_free(chunk);
+        return status;
+    }
+
+    chunk->lkey = uct_gpumem_ib_memh_view(chunk->memh)->region->mr.lkey;
+    *size_p     = size - sizeof(*chunk);
+    *chunk_p    = chunk + 1;
+    return UCS_OK;
+}
+
+static void uct_gpumem_rc_desc_chunk_release(ucs_mpool_t *mp, void *ptr)
+{
+    uct_gpumem_rc_iface_t *iface      = *(uct_gpumem_rc_iface_t**)
+                                        ucs_mpool_priv(mp);
+    uct_gpumem_rc_desc_chunk_t *chunk = (uct_gpumem_rc_desc_chunk_t*)ptr - 1;
+
+    (void)uct_md_mem_dereg(&iface->md->super, chunk->memh);
+    ucs_free(chunk);
+}
+
+static void uct_gpumem_rc_desc_init(ucs_mpool_t UCS_V_UNUSED *mp, void *obj,
+                                    void *ptr)
+{
+    uct_gpumem_rc_desc_chunk_t *chunk = (uct_gpumem_rc_desc_chunk_t*)ptr - 1;
+
+    ((uct_gpumem_rc_desc_t*)obj)->lkey = chunk->lkey;
+}
+
+static ucs_mpool_ops_t uct_gpumem_rc_desc_mpool_ops = {
+    .chunk_alloc   = uct_gpumem_rc_desc_chunk_alloc,
+    .chunk_release = uct_gpumem_rc_desc_chunk_release,
+    .obj_init      = uct_gpumem_rc_desc_init,
     .obj_cleanup   = NULL,
     .obj_str       = NULL
 };
@@ -681,8 +766,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         return status;
     }
 
-    if ((config->tx_queue_len == 0) || (config->cq_len == 0)) {
-        ucs_error("gpumem_rc: TX_QUEUE_LEN and CQ_LEN must not be 0");
+    if ((config->tx_queue_len == 0) || (config->cq_len == 0) ||
+        (config->seg_size == 0)) {
+        ucs_error("gpumem_rc: TX_QUEUE_LEN, CQ_LEN and SEG_SIZE must not be "
+                  "0");
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -707,6 +794,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     self->config.tx_queue_len       = ucs_min(config->tx_queue_len,
                                               (unsigned)dev_attr.max_qp_wr);
     self->config.max_poll           = ucs_max(config->max_poll, 1);
+    self->config.seg_size           = config->seg_size;
+    self->config.max_inline         = config->max_inline;
     self->config.timeout            = uct_gpumem_rc_timeout_exp(
                                               config->timeout);
     self->config.retry_count        = ucs_min(config->retry_count, 7);
@@ -744,6 +833,16 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         goto err_destroy_cq;
     }
 
+    status = ucs_mpool_init(&self->desc_mp, sizeof(self),
+                            sizeof(uct_gpumem_rc_desc_t) + config->seg_size,
+                            sizeof(uct_gpumem_rc_desc_t),
+                            UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
+                            &uct_gpumem_rc_desc_mpool_ops, "gpumem_rc_descs");
+    if (status != UCS_OK) {
+        goto err_cleanup_op_mp;
+    }
+    *(uct_gpumem_rc_iface_t**)ucs_mpool_priv(&self->desc_mp) = self;
+
     ucs_list_head_init(&self->eps);
     ucs_list_head_init(&self->pending_eps);
     ucs_debug("gpumem_rc: iface %p on %s:%u, GID index %u, path MTU %u, "
@@ -752,6 +851,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
               self->config.bandwidth / UCS_MBYTE);
     return UCS_OK;
 
+err_cleanup_op_mp:
+    ucs_mpool_cleanup(&self->op_mp, 1);
 err_destroy_cq:
     ibv_destroy_cq(self->cq);
     return status;
@@ -778,6 +879,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_rc_iface_t)
     if (ret != 0) {
         ucs_warn("gpumem_rc: ibv_destroy_cq() failed: %s", strerror(ret));
     }
+    ucs_mpool_cleanup(&self->desc_mp, 1);
     ucs_mpool_cleanup(&self->op_mp, 1);
 }
 

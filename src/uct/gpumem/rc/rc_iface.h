@@ -37,6 +37,8 @@ typedef struct uct_gpumem_rc_iface_config {
     double             timeout;        /* Before a retransmission */
     unsigned           retry_count;
     unsigned           max_rd_atomic;  /* Reads in flight per queue pair */
+    size_t             seg_size;       /* Bounce buffer of bcopy */
+    unsigned           max_inline;     /* Bytes of put short */
     double             bandwidth;      /* UCS_CONFIG_BW_AUTO: the port's */
     double             latency;
     double             overhead;
@@ -44,6 +46,15 @@ typedef struct uct_gpumem_rc_iface_config {
 
 
 struct uct_gpumem_rc_ep;
+
+
+/**
+ * A registered bounce buffer of the bcopy operations.
+ */
+typedef struct uct_gpumem_rc_desc {
+    uint32_t lkey;
+    uint8_t  data[0];
+} uct_gpumem_rc_desc_t;
 
 
 /**
@@ -61,6 +72,9 @@ typedef struct uct_gpumem_rc_op {
     uint64_t                remote_addr;
     size_t                  length;
     uint32_t                rkey;
+    uct_gpumem_rc_desc_t    *desc;       /* Bounce buffer, or NULL */
+    uct_unpack_callback_t   unpack_cb;   /* get bcopy: where the bytes go */
+    void                    *unpack_arg;
 } uct_gpumem_rc_op_t;
 
 
@@ -77,6 +91,7 @@ typedef struct uct_gpumem_rc_iface {
     unsigned                 cq_available;  /* Completions the queue can
                                                still take */
     ucs_mpool_t              op_mp;
+    ucs_mpool_t              desc_mp;       /* uct_gpumem_rc_desc_t */
     ucs_list_link_t          eps;           /* Every endpoint, destroyed
                                                ones waiting for their
                                                completions included */
@@ -84,6 +99,8 @@ typedef struct uct_gpumem_rc_iface {
     struct {
         unsigned             tx_queue_len;
         unsigned             max_poll;
+        size_t               seg_size;
+        unsigned             max_inline;    /* As the queue pairs take */
         uint8_t              timeout;       /* As ibv_modify_qp takes it */
         uint8_t              retry_count;
         uint8_t              max_rd_atomic;
