@@ -5,21 +5,24 @@
 #
 #   TL MEM TEST SIZE MB/s usec
 #
-# Usage: test/rc/perftest.sh [-t TL] [-m host|cuda]... [-d DEV] [-q]
+# Usage: test/rc/perftest.sh [-t TL] [-m host|cuda]... [-d DEV] [-n ITERS]
 #   -t  transport (default gpumem_rc; rc_verbs for UCX's own)
 #   -m  memory of both sides (default host; cuda: device memory of the
 #       plugin's GPUs through libgpumem_perftest); may be repeated
 #   -d  device (default rxe0:1)
+#   -n  iterations of each test (default 200)
 # Exits non-zero when a run fails. Run from the top of a built tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 tl=gpumem_rc
 dev=rxe0:1
+iters=200
 mems=()
-while getopts "t:m:d:" opt; do
+while getopts "t:m:d:n:" opt; do
     case $opt in
     t) tl=$OPTARG ;;
+    n) iters=$OPTARG ;;
     m) mems+=("$OPTARG") ;;
     d) dev=$OPTARG ;;
     *) exit 2 ;;
@@ -78,8 +81,8 @@ run_one() {
 status=0
 printf "%-9s %-4s %-8s %8s %10s %10s\n" tl mem test size MB/s usec
 for mem in "${mems[@]}"; do
-    run_one "$mem" put_bw  65536 200 -D zcopy || status=1
-    run_one "$mem" get     65536 200 -D zcopy || status=1
-    run_one "$mem" put_lat 8     200 -D zcopy || status=1
+    run_one "$mem" put_bw  65536 "$iters" -D zcopy || status=1
+    run_one "$mem" get     65536 "$iters" -D zcopy || status=1
+    run_one "$mem" put_lat 8     "$iters" -D zcopy || status=1
 done
 exit $status

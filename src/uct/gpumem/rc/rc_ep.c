@@ -574,6 +574,16 @@ ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 
     UCT_CHECK_LENGTH(length, 0, iface->config.max_inline, "put_short");
 
+    /* The CPU reads the bytes of an inline request: device memory, which
+     * it cannot read, goes by zero-copy */
+    if ((iface->md->gpus != NULL) &&
+        (uct_gpumem_context_find_gpu(iface->md->gpus, (void*)buffer) >= 0)) {
+        ucs_error("gpumem_rc: put short of %u bytes from device memory at "
+                  "%p: the CPU cannot read them; use put zcopy", length,
+                  buffer);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     status = uct_gpumem_rc_ep_can_post(iface, ep);
     if (status != UCS_OK) {
         return status;
