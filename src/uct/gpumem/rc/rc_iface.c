@@ -116,12 +116,15 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
 
     {"BW", "auto",
      "Bandwidth UCP expects of the port; auto: the port's signalling rate\n"
-     "less its encoding (lanes times lane speed).",
+     "less its encoding (lanes times lane speed), less again the farther\n"
+     "the NIC from the process's GPU in the topology: 90% through their\n"
+     "host bridge, 75% across host bridges, 50% across sockets.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, bandwidth),
      UCS_CONFIG_TYPE_BW},
 
     {"LATENCY", "700ns",
-     "Time UCP expects a put of a few bytes to take to land.",
+     "Time UCP expects a put of a few bytes to take to land, plus 50 ns a\n"
+     "PCI link between the NIC and the process's GPU in the topology.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, latency),
      UCS_CONFIG_TYPE_TIME},
 
@@ -741,6 +744,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     const uct_gpumem_rc_iface_config_t *config =
             ucs_derived_of(tl_config, uct_gpumem_rc_iface_config_t);
     struct ibv_device_attr dev_attr;
+    double bandwidth;
     unsigned cq_len;
     ucs_status_t status;
     int ret;
@@ -816,6 +820,15 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         self->config.bandwidth = uct_gpumem_rc_port_bandwidth(1, 1);
     }
 
+    /* The farther the NIC from the process's GPU, the less UCP expects of
+     * it, so that each GPU's bytes go by its nearest NIC */
+    uct_gpumem_ib_place_estimates(&self->md->place,
+                                  self->config.bandwidth,
+                                  self->config.latency,
+                                  UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+                                  &self->config.bandwidth : &bandwidth,
+                                  &self->config.latency);
+
     cq_len             = ucs_min(config->cq_len, (unsigned)dev_attr.max_cqe);
     self->cq_available = cq_len;
     self->cq           = ibv_create_cq(self->md->context, cq_len, NULL, NULL,
@@ -846,9 +859,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     ucs_list_head_init(&self->eps);
     ucs_list_head_init(&self->pending_eps);
     ucs_debug("gpumem_rc: iface %p on %s:%u, GID index %u, path MTU %u, "
-              "%.0f MB/s", self, self->md->domain.name, self->port_num,
-              self->gid_index, 128u << self->path_mtu,
-              self->config.bandwidth / UCS_MBYTE);
+              "%.0f MB/s, %.0f ns", self, self->md->domain.name,
+              self->port_num, self->gid_index, 128u << self->path_mtu,
+              self->config.bandwidth / UCS_MBYTE,
+              self->config.latency * 1e9);
     return UCS_OK;
 
 err_cleanup_op_mp:
