@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+if [ ! -x examples/gpumem_mpi_pingpong ]; then
+    echo "mpi.sh: skipped: examples/gpumem_mpi_pingpong was not built" \
+         "(configure found no MPI)"
+    exit 0
+fi
 if ! command -v mpirun >/dev/null; then
     echo "mpi.sh: no mpirun (Open MPI) here" >&2
     exit 1
