@@ -3,7 +3,8 @@
 # every byte checked) with two Open MPI ranks in the soft-RoCE VM, over pml
 # ucx with gpumem_rc as the only transport between the ranks (ud_verbs for
 # wire-up, gpumemcpy for staging). The guest needs Open MPI:
-#   GPUMEM_VM_EXTRA_PACKAGES="openmpi-bin libopenmpi3" test/vm/run -- test/rc/mpi.sh
+#   GPUMEM_VM_EXTRA_PACKAGES="openmpi-bin libopenmpi3" \
+#       test/vm/run -- test/rc/mpi.sh
 #
 # Usage: test/rc/mpi.sh [max size, default 1m] [iterations, default 5]
 set -euo pipefail

@@ -40,6 +40,7 @@ run tag timeout -k 5 180 test/rc/rc_ucp_test tag "$max"
 # The remote access error is seen with the first protocols, from host
 # memory: with the new ones and peer failure handling the first put does
 # not complete here (not yet understood).
-run rma UCX_PROTO_ENABLE=y UCX_PROTO_INFO=y timeout -k 5 180 test/rc/rc_ucp_test rma "$max"
+run rma UCX_PROTO_ENABLE=y UCX_PROTO_INFO=y \
+    timeout -k 5 180 test/rc/rc_ucp_test rma "$max"
 run access timeout -k 5 180 test/rc/rc_ucp_test access 64k
 exit $status

@@ -59,8 +59,8 @@ public:
         ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) &&
                     (m_memcpy != NULL));
 
-        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                                   &m_async));
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(
+                UCS_ASYNC_MODE_THREAD_SPINLOCK, &m_async));
         ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
                                             &m_worker));
     }
