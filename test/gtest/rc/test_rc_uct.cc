@@ -14,6 +14,7 @@
 #include <gpumem/gpumem.h>
 
 extern "C" {
+#include <uct/gpumem/rc/rc_ep.h>
 #include <uct/gpumem/rc/rc_iface.h>
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
@@ -110,11 +111,12 @@ public:
     /* The domain, the interface on its first port (configured with
      * @a name = @a value if given), and two endpoints connected to each
      * other */
-    void open(const char *name = NULL, const char *value = NULL) {
+    void open(const char *name = NULL, const char *value = NULL,
+              const char *md_name = NULL, const char *md_value = NULL) {
         uct_iface_params_t params = {};
         std::string dev_name;
 
-        open_md();
+        open_md(md_name, md_value);
         dev_name = rc_device();
         ASSERT_FALSE(dev_name.empty()) << "gpumem_rc offers no port of "
                                        << m_device;
@@ -891,4 +893,56 @@ TEST_F(rc_uct, get_bcopy_unpacks_before_completion) {
     EXPECT_EQ(UCS_OK, comp.status);
     EXPECT_TRUE(std::vector<uint8_t>(source.begin() + 3,
                                      source.begin() + 3 + length) == out);
+}
+
+/* Peers' regions written in any order (UCX_GPUMEM_IB_ORDER=any_order, as
+ * this side's): a write's completion says nothing of its bytes' landing, a
+ * READ after it does */
+TEST_F(rc_uct, flush_after_writes_in_any_order_reads_back_first) {
+    open(NULL, NULL, "ORDER", "any_order");
+    rc_buffer &local = alloc(65536, false, 1);
+    rc_buffer &peer  = alloc(65536, true, 2);
+    uct_gpumem_rc_ep_t *ep = ucs_derived_of(m_ep[0], uct_gpumem_rc_ep_t);
+    std::vector<int> order;
+    completion put, flush;
+
+    put.order   = &order;
+    put.id      = 1;
+    flush.order = &order;
+    flush.id    = 2;
+    uct_iov_t io = iov(local, 0, 65536);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &put.super));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_ep[0], 0, &flush.super));
+    EXPECT_EQ(1u, ep->read_backs);
+    wait(&flush.super);
+    EXPECT_EQ(UCS_OK, flush.status);
+    EXPECT_EQ(std::vector<int>({1, 2}), order);
+    EXPECT_TRUE(contents(peer) == contents(local));
+
+    /* Nothing written since: nothing to read back */
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL));
+    EXPECT_EQ(1u, ep->read_backs);
+
+    /* A fence after a write reads back too, and the next request waits */
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, NULL));
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
+    EXPECT_EQ(2u, ep->read_backs);
+    drain();
+    EXPECT_TRUE(m_failed.empty());
+}
+
+TEST_F(rc_uct, flush_after_writes_in_order_reads_nothing_back) {
+    open();
+    rc_buffer &local = alloc(4096, false, 1);
+    rc_buffer &peer  = alloc(4096, true, 2);
+    uct_gpumem_rc_ep_t *ep = ucs_derived_of(m_ep[0], uct_gpumem_rc_ep_t);
+
+    ASSERT_EQ(UCS_OK, rdma(true, local, 0, peer, 0, 4096));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
+    EXPECT_EQ(0u, ep->read_backs);
 }

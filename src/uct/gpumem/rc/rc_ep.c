@@ -137,6 +137,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
     self->sq_available = iface->config.tx_queue_len;
     self->posted       = 0;
     self->fence        = 0;
+    self->writes_unread = 0;
+    self->last_write   = 0;
+    self->last_rkey    = 0;
+    self->read_backs   = 0;
     self->status       = UCS_OK;
     self->failure_said = 0;
     self->destroyed    = 0;
@@ -507,6 +511,12 @@ static ucs_status_t uct_gpumem_rc_ep_post(uct_gpumem_rc_iface_t *iface,
     }
 
     ep->fence = 0;
+    if ((op->opcode == IBV_WR_RDMA_WRITE) && (op->length > 0) &&
+        (iface->md->order == GPUMEM_REG_ORDER_ANY)) {
+        ep->writes_unread = 1;
+        ep->last_write    = op->remote_addr + op->length - 1;
+        ep->last_rkey     = op->rkey;
+    }
     --ep->sq_available;
     --iface->cq_available;
     ++ep->posted;
@@ -884,12 +894,59 @@ void uct_gpumem_rc_ep_pending_dispatch(uct_gpumem_rc_iface_t *iface,
     }
 }
 
+/* The domain registers memory to be written in any order (PCIe relaxed
+ * ordering), and peers, configured alike, do too: a write's completion then
+ * says nothing of whether its bytes, or earlier ones, have landed. A READ
+ * does: PCIe lets no read pass earlier writes on the way to the memory. So
+ * a flush or a fence after such writes reads back their last byte, and
+ * completes only after it. */
+static ucs_status_t uct_gpumem_rc_ep_read_back(uct_gpumem_rc_iface_t *iface,
+                                               uct_gpumem_rc_ep_t *ep)
+{
+    uct_gpumem_rc_desc_t *desc;
+    uct_gpumem_rc_op_t *op;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    status = uct_gpumem_rc_ep_can_post(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    desc = ucs_mpool_get(&iface->desc_mp);
+    if (desc == NULL) {
+        ucs_error("gpumem_rc: failed to allocate a bounce buffer");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_READ, ep->last_write,
+                                 1, ep->last_rkey, NULL);
+    if (op == NULL) {
+        ucs_mpool_put(desc);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    op->desc   = desc;
+    sge.addr   = (uintptr_t)desc->data;
+    sge.length = 1;
+    sge.lkey   = desc->lkey;
+    status     = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ep->writes_unread = 0;
+    ++ep->read_backs;
+    return UCS_OK;
+}
+
 ucs_status_t uct_gpumem_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                     uct_completion_t *comp)
 {
     uct_gpumem_rc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
     uct_gpumem_rc_iface_t *iface = uct_gpumem_rc_ep_iface(ep);
     uct_gpumem_rc_op_t *op;
+    ucs_status_t status;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         /* What is in flight completes with UCS_ERR_CANCELED; the queue
@@ -901,6 +958,11 @@ ucs_status_t uct_gpumem_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         }
     } else if (!ucs_queue_is_empty(&ep->pending)) {
         return UCS_ERR_NO_RESOURCE;
+    } else if (ep->writes_unread && (ep->status == UCS_OK)) {
+        status = uct_gpumem_rc_ep_read_back(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
 
     if (ep->posted == 0) {
@@ -931,12 +993,22 @@ ucs_status_t uct_gpumem_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     return UCS_INPROGRESS;
 }
 
-/* Writes of one queue pair land in order already; IBV_SEND_FENCE also holds
- * the next work request until earlier READs have returned their bytes */
+/* Writes of one queue pair land in order already, but for memory written
+ * in any order, which a read-back orders; IBV_SEND_FENCE holds the next
+ * work request until earlier READs have returned their bytes */
 ucs_status_t uct_gpumem_rc_ep_fence(uct_ep_h tl_ep,
                                     unsigned UCS_V_UNUSED flags)
 {
-    uct_gpumem_rc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_iface_t *iface = uct_gpumem_rc_ep_iface(ep);
+    ucs_status_t status;
+
+    if (ep->writes_unread && (ep->status == UCS_OK)) {
+        status = uct_gpumem_rc_ep_read_back(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
 
     if (ep->posted > 0) {
         ep->fence = 1;

@@ -26,6 +26,11 @@ typedef struct uct_gpumem_rc_ep {
     ucs_list_link_t list;          /* In iface->eps */
     int             fence;         /* The next work request waits for those
                                       before it */
+    int             writes_unread; /* RDMA WRITEs into memory written in any
+                                      order since the last read-back */
+    uint64_t        last_write;    /* Their last byte, as the peer names it */
+    uint32_t        last_rkey;
+    unsigned        read_backs;    /* Read-backs posted, for tests */
     ucs_status_t    status;        /* The first failure, or UCS_OK */
     int             failure_said;  /* The error handler was told */
     int             destroyed;     /* Gone for its user: freed once its

@@ -490,7 +490,9 @@ static ucs_status_t uct_gpumem_rc_iface_fence(uct_iface_h tl_iface,
     uct_gpumem_rc_ep_t *ep;
 
     ucs_list_for_each(ep, &iface->eps, list) {
-        (void)uct_gpumem_rc_ep_fence(&ep->super.super, flags);
+        if (!ep->destroyed) {
+            (void)uct_gpumem_rc_ep_fence(&ep->super.super, flags);
+        }
     }
     UCT_TL_IFACE_STAT_FENCE(&iface->super);
     return UCS_OK;
