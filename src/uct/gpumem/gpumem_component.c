@@ -19,6 +19,7 @@
 #include "ib/ib_md.h"
 #include "copy/copy_iface.h"
 #include "ipc/ipc_iface.h"
+#include "rc/rc_iface.h"
 #include "base/gpumem_abi.h"
 
 #include <uct/base/uct_component.h>
@@ -38,7 +39,8 @@ static const struct {
     uct_tl_t        *tl;
 } uct_gpumem_tls[] = {
     {&uct_gpumem_component, &uct_gpumem_copy_tl},
-    {&uct_gpumem_ipc_component.super, &uct_gpumem_ipc_tl}
+    {&uct_gpumem_ipc_component.super, &uct_gpumem_ipc_tl},
+    {&uct_gpumem_ib_component, &uct_gpumem_rc_tl}
 };
 
 static int uct_gpumem_components_registered = 0;

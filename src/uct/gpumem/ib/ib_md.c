@@ -178,7 +178,8 @@ static ucs_status_t uct_gpumem_ib_md_query(uct_md_h uct_md,
     md_attr->cap.max_alloc        = 0;
     md_attr->cap.max_reg          = md->max_mr_size;
     md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    if (md->gpus != NULL) {
+    /* A device that cannot reach the GPU's memory is not offered for it */
+    if ((md->gpus != NULL) && md->place.dma_reaches) {
         md_attr->cap.reg_mem_types |= UCS_BIT(md->device_mem_type);
     }
     md_attr->cap.detect_mem_types = 0;
@@ -395,6 +396,23 @@ static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
                  "did not open: %s", md->domain.name,
                  ucs_status_string(status));
         md->gpus = NULL;
+        return;
+    }
+
+    uct_gpumem_ib_place_find(md->gpus->topo, gpus_config->alloc_gpu,
+                             md->domain.name, &md->place);
+    if (!md->place.dma_reaches) {
+        ucs_diag("gpumem: %s does not reach the memory of GPU %u by DMA, and "
+                 "is not offered for it: %s", md->domain.name,
+                 gpus_config->alloc_gpu, md->place.reason);
+    } else if (md->place.known) {
+        ucs_debug("gpumem: %s is NIC %u of GPU %u (%s, %u PCI links)",
+                  md->domain.name, md->place.rank, gpus_config->alloc_gpu,
+                  gpumem_topo_relation_name(md->place.relation),
+                  md->place.hops);
+    } else {
+        ucs_debug("gpumem: %s: no place for GPU %u: %s", md->domain.name,
+                  gpus_config->alloc_gpu, md->place.reason);
     }
 }
 

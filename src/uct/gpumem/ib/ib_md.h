@@ -9,6 +9,7 @@
 #define UCT_GPUMEM_IB_MD_H_
 
 #include "ib_device.h"
+#include "ib_place.h"
 
 #include <uct/base/uct_md.h>
 #include <uct/gpumem/reg/reg.h>
@@ -58,6 +59,8 @@ typedef struct uct_gpumem_ib_md {
     uct_gpumem_context_params_t gpus_params;
     ucs_memory_type_t           device_mem_type;
     uct_gpumem_ib_device_reg_t  device_mem_reg;
+    uct_gpumem_ib_place_t       place;          /* For the process's GPU
+                                                   (UCX_GPUMEM_ALLOC_GPU) */
 
     pthread_mutex_t             lock;  /* Protects mrs */
     ucs_list_link_t             mrs;   /* The verbs driver's registrations

@@ -1,0 +1,948 @@
+/**
+ * gpumem tests: the gpumem_rc transport on a real RDMA device, through the
+ * public UCT API: put and get zero-copy of host and device memory, flush,
+ * fence, pending requests, order of completions, endpoints destroyed with
+ * operations in flight, and a peer's access refused. Two endpoints of one
+ * interface connected to each other stand in for two machines. Skipped
+ * where no device exists.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include <ib/ib_test.h>
+
+#include <gpumem/gpumem.h>
+
+extern "C" {
+#include <uct/gpumem/rc/rc_ep.h>
+#include <uct/gpumem/rc/rc_iface.h>
+#include <uct/api/uct.h>
+#include <ucs/async/async.h>
+}
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+using gpumem_test::log_capture;
+
+
+/* Registered bytes, host or device, with their key as a peer holds it */
+struct rc_buffer {
+    void            *address   = NULL;   /* Host or device address */
+    size_t          length     = 0;
+    bool            device     = false;
+    uct_mem_h       memh       = NULL;
+    uct_rkey_bundle_t rkey     = {};
+    bool            has_rkey   = false;
+    std::vector<uint8_t> host;
+};
+
+
+class rc_uct : public gpumem_test::ib_md_test {
+public:
+    typedef gpumem_result_t (*malloc_func_t)(void**, size_t);
+    typedef gpumem_result_t (*free_func_t)(void*);
+    typedef gpumem_result_t (*memcpy_func_t)(void*, const void*, size_t);
+
+    virtual void SetUp() {
+        gpumem_test::ib_md_test::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+
+        m_malloc = (malloc_func_t)gpumem_test::plugin_symbol(
+                "gpumem_device_malloc");
+        m_free   = (free_func_t)gpumem_test::plugin_symbol(
+                "gpumem_device_free");
+        m_memcpy = (memcpy_func_t)gpumem_test::plugin_symbol(
+                "gpumem_device_memcpy");
+        ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) &&
+                    (m_memcpy != NULL));
+
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(
+                UCS_ASYNC_MODE_THREAD_SPINLOCK, &m_async));
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker));
+    }
+
+    virtual void TearDown() {
+        for (auto &buffer : m_buffers) {
+            release(*buffer);
+        }
+        m_buffers.clear();
+        for (uct_ep_h ep : {m_ep[0], m_ep[1]}) {
+            if (ep != NULL) {
+                uct_ep_destroy(ep);
+            }
+        }
+        if (m_iface != NULL) {
+            uct_iface_close(m_iface);
+        }
+        if (m_iface_config != NULL) {
+            uct_config_release(m_iface_config);
+        }
+        if (m_worker != NULL) {
+            uct_worker_destroy(m_worker);
+        }
+        if (m_async != NULL) {
+            ucs_async_context_destroy(m_async);
+        }
+        gpumem_test::ib_md_test::TearDown();
+    }
+
+    /* The first port of the device that gpumem_rc offers */
+    std::string rc_device() {
+        uct_tl_resource_desc_t *resources;
+        unsigned i, num_resources;
+        std::string found;
+
+        EXPECT_EQ(UCS_OK, uct_md_query_tl_resources(m_md, &resources,
+                                                    &num_resources));
+        for (i = 0; (i < num_resources) && found.empty(); ++i) {
+            if (!strcmp(resources[i].tl_name, UCT_GPUMEM_RC_TL_NAME)) {
+                found = resources[i].dev_name;
+            }
+        }
+        uct_release_tl_resource_list(resources);
+        return found;
+    }
+
+    /* The domain, the interface on its first port (configured with
+     * @a name = @a value if given), and two endpoints connected to each
+     * other */
+    void open(const char *name = NULL, const char *value = NULL,
+              const char *md_name = NULL, const char *md_value = NULL) {
+        uct_iface_params_t params = {};
+        std::string dev_name;
+
+        open_md(md_name, md_value);
+        dev_name = rc_device();
+        ASSERT_FALSE(dev_name.empty()) << "gpumem_rc offers no port of "
+                                       << m_device;
+
+        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(m_md, UCT_GPUMEM_RC_TL_NAME,
+                                                   NULL, NULL,
+                                                   &m_iface_config));
+        if (name != NULL) {
+            ASSERT_EQ(UCS_OK, uct_config_modify(m_iface_config, name, value));
+        }
+
+        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE   |
+                                      UCT_IFACE_PARAM_FIELD_DEVICE      |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = UCT_GPUMEM_RC_TL_NAME;
+        params.mode.device.dev_name = dev_name.c_str();
+        params.err_handler          = err_handler;
+        params.err_handler_arg      = this;
+        params.err_handler_flags    = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_open(m_md, m_worker, &params,
+                                         m_iface_config, &m_iface));
+        ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &m_iface_attr));
+        connect_pair();
+    }
+
+    void connect_pair() {
+        uct_ep_params_t ep_params = {};
+        std::vector<uint8_t> dev_addr(m_iface_attr.device_addr_len);
+        std::vector<uint8_t> ep_addr[2];
+
+        ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+        ep_params.iface      = m_iface;
+        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
+                m_iface, (uct_device_addr_t*)dev_addr.data()));
+        EXPECT_TRUE(uct_iface_is_reachable(m_iface,
+                                           (uct_device_addr_t*)dev_addr.data(),
+                                           NULL));
+        for (int i = 0; i < 2; ++i) {
+            ASSERT_EQ(UCS_OK, uct_ep_create(&ep_params, &m_ep[i]));
+            ep_addr[i].resize(m_iface_attr.ep_addr_len);
+            ASSERT_EQ(UCS_OK, uct_ep_get_address(
+                    m_ep[i], (uct_ep_addr_t*)ep_addr[i].data()));
+        }
+        for (int i = 0; i < 2; ++i) {
+            ASSERT_EQ(UCS_OK, uct_ep_connect_to_ep(
+                    m_ep[i], (uct_device_addr_t*)dev_addr.data(),
+                    (uct_ep_addr_t*)ep_addr[1 - i].data()));
+        }
+    }
+
+    /* @a length registered bytes filled with a pattern of @a seed, host or
+     * device memory, open to peers as @a flags say */
+    rc_buffer &alloc(size_t length, bool device, uint8_t seed,
+                     unsigned flags = UCT_MD_MEM_ACCESS_ALL,
+                     bool pack = true) {
+        std::unique_ptr<rc_buffer> buffer(new rc_buffer);
+        std::vector<uint8_t> pattern = make_pattern(length, seed);
+
+        buffer->length = length;
+        buffer->device = device;
+        if (device) {
+            EXPECT_EQ(0, m_malloc(&buffer->address, length));
+            EXPECT_EQ(0, m_memcpy(buffer->address, pattern.data(), length));
+        } else {
+            buffer->host     = pattern;
+            buffer->address  = buffer->host.data();
+        }
+
+        EXPECT_EQ(UCS_OK, mem_reg(buffer->address, length, flags,
+                                  &buffer->memh));
+        if (pack && (buffer->memh != NULL)) {
+            std::vector<uint8_t> packed(GPUMEM_REG_WIRE_SIZE);
+            EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, buffer->memh,
+                                               packed.data()));
+            EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed.data(),
+                                              &buffer->rkey));
+            buffer->has_rkey = true;
+        }
+
+        m_buffers.push_back(std::move(buffer));
+        return *m_buffers.back();
+    }
+
+    void release(rc_buffer &buffer) {
+        if (buffer.has_rkey) {
+            EXPECT_EQ(UCS_OK, uct_rkey_release(m_component, &buffer.rkey));
+        }
+        if (buffer.memh != NULL) {
+            EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, buffer.memh));
+        }
+        if (buffer.device && (buffer.address != NULL)) {
+            EXPECT_EQ(0, m_free(buffer.address));
+        }
+    }
+
+    /* A peer's key of @a remote_view, through the wire form */
+    uct_rkey_bundle_t unpack(const gpumem_reg_remote_view_t &remote_view) {
+        std::vector<uint8_t> packed(GPUMEM_REG_WIRE_SIZE);
+        uct_rkey_bundle_t rkey = {};
+
+        gpumem_reg_wire_pack(&remote_view, packed.data());
+        EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed.data(), &rkey));
+        m_forged.push_back(rkey);
+        return rkey;
+    }
+
+    static std::vector<uint8_t> make_pattern(size_t length, uint8_t seed) {
+        std::vector<uint8_t> pattern(length);
+        for (size_t i = 0; i < length; ++i) {
+            pattern[i] = (uint8_t)(i * 13 + seed + (i >> 8));
+        }
+        return pattern;
+    }
+
+    /* The bytes of @a buffer now, read through the GPU for device memory */
+    std::vector<uint8_t> contents(const rc_buffer &buffer) {
+        if (!buffer.device) {
+            return buffer.host;
+        }
+        std::vector<uint8_t> bytes(buffer.length);
+        EXPECT_EQ(0, m_memcpy(bytes.data(), buffer.address, buffer.length));
+        return bytes;
+    }
+
+    uct_iov_t iov(const rc_buffer &buffer, size_t offset, size_t length) {
+        uct_iov_t iov;
+
+        iov.buffer = (uint8_t*)buffer.address + offset;
+        iov.length = length;
+        iov.memh   = buffer.memh;
+        iov.stride = 0;
+        iov.count  = 1;
+        return iov;
+    }
+
+    uint64_t remote(const rc_buffer &buffer, size_t offset) {
+        return (uintptr_t)buffer.address + offset;
+    }
+
+    /* Progress until @a comp has completed; a guard against a hang, not a
+     * measure of speed */
+    void wait(uct_completion_t *comp) {
+        ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(120);
+
+        while ((comp->count > 0) && (ucs_get_time() < deadline)) {
+            uct_iface_progress(m_iface);
+        }
+        ASSERT_EQ(0, comp->count) << "no completion after 120 s";
+    }
+
+    /* Progress until no work request of the interface is in flight */
+    void drain() {
+        ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(120);
+
+        while ((uct_iface_flush(m_iface, 0, NULL) != UCS_OK) &&
+               (ucs_get_time() < deadline)) {
+            uct_iface_progress(m_iface);
+        }
+        ASSERT_EQ(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+    }
+
+    /* One put or get of @a length bytes at the offsets, to its end */
+    ucs_status_t rdma(bool put, rc_buffer &local, size_t local_offset,
+                      rc_buffer &peer, size_t peer_offset, size_t length,
+                      uct_rkey_t rkey = 0) {
+        uct_iov_t local_iov = iov(local, local_offset, length);
+        struct completion comp;
+        ucs_status_t status;
+
+        if (rkey == 0) {
+            rkey = peer.rkey.rkey;
+        }
+        status = put ?
+                 uct_ep_put_zcopy(m_ep[0], &local_iov, 1,
+                                  remote(peer, peer_offset), rkey,
+                                  &comp.super) :
+                 uct_ep_get_zcopy(m_ep[0], &local_iov, 1,
+                                  remote(peer, peer_offset), rkey,
+                                  &comp.super);
+        if (status != UCS_INPROGRESS) {
+            return status;
+        }
+        wait(&comp.super);
+        return comp.status;
+    }
+
+    /* Put (or get) at odd offsets and sizes, and check every byte on both
+     * sides */
+    void check_transfer(bool put, bool local_device, bool peer_device,
+                        size_t length) {
+        const size_t local_offset = 3, peer_offset = 5;
+        size_t total              = length + 16;
+        rc_buffer &local          = alloc(total, local_device, 1);
+        rc_buffer &peer           = alloc(total, peer_device, 2);
+        std::vector<uint8_t> local_before = contents(local);
+        std::vector<uint8_t> peer_before  = contents(peer);
+        std::vector<uint8_t> local_expected = local_before;
+        std::vector<uint8_t> peer_expected  = peer_before;
+
+        if (put) {
+            memcpy(&peer_expected[peer_offset], &local_before[local_offset],
+                   length);
+        } else {
+            memcpy(&local_expected[local_offset], &peer_before[peer_offset],
+                   length);
+        }
+
+        ASSERT_EQ(UCS_OK, rdma(put, local, local_offset, peer, peer_offset,
+                               length));
+        EXPECT_TRUE(contents(local) == local_expected)
+                << (put ? "put" : "get") << " of " << length
+                << " bytes changed the local side";
+        EXPECT_TRUE(contents(peer) == peer_expected)
+                << (put ? "put" : "get") << " of " << length
+                << " bytes: the peer's bytes differ";
+    }
+
+    struct completion {
+        uct_completion_t super;
+        ucs_status_t     status = UCS_INPROGRESS;
+        unsigned         calls  = 0;
+        std::vector<int> *order = NULL;
+        int              id     = 0;
+
+        completion() {
+            super.func   = done;
+            super.count  = 1;
+            super.status = UCS_OK;
+        }
+
+        static void done(uct_completion_t *self) {
+            completion *comp = ucs_container_of(self, completion, super);
+            comp->status     = self->status;
+            ++comp->calls;
+            if (comp->order != NULL) {
+                comp->order->push_back(comp->id);
+            }
+        }
+    };
+
+    static ucs_status_t err_handler(void *arg, uct_ep_h ep,
+                                    ucs_status_t status) {
+        rc_uct *self = (rc_uct*)arg;
+        self->m_failed.push_back(std::make_pair(ep, status));
+        return UCS_OK;
+    }
+
+    malloc_func_t      m_malloc       = NULL;
+    free_func_t        m_free         = NULL;
+    memcpy_func_t      m_memcpy       = NULL;
+    ucs_async_context_t *m_async      = NULL;
+    uct_worker_h       m_worker       = NULL;
+    uct_iface_config_t *m_iface_config = NULL;
+    uct_iface_h        m_iface        = NULL;
+    uct_iface_attr_t   m_iface_attr;
+    uct_ep_h           m_ep[2]        = {NULL, NULL};
+    std::vector<std::unique_ptr<rc_buffer>> m_buffers;
+    std::vector<uct_rkey_bundle_t> m_forged;
+    std::vector<std::pair<uct_ep_h, ucs_status_t>> m_failed;
+
+    virtual ~rc_uct() {
+        for (auto &rkey : m_forged) {
+            uct_rkey_release(m_component, &rkey);
+        }
+    }
+};
+
+
+static const size_t rc_sizes[] = {1, 7, 4096, 65537, 1 << 20};
+
+
+TEST_F(rc_uct, offers_its_ports_with_zcopy_and_connect_to_ep) {
+    open();
+    EXPECT_TRUE(m_iface_attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
+    EXPECT_TRUE(m_iface_attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
+    EXPECT_TRUE(m_iface_attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY);
+    EXPECT_TRUE(m_iface_attr.cap.flags & UCT_IFACE_FLAG_PENDING);
+    EXPECT_EQ(0u, m_iface_attr.iface_addr_len);
+    EXPECT_EQ((size_t)UCT_GPUMEM_RC_DEV_ADDR_SIZE,
+              m_iface_attr.device_addr_len);
+    EXPECT_EQ((size_t)UCT_GPUMEM_RC_EP_ADDR_SIZE, m_iface_attr.ep_addr_len);
+    EXPECT_GE(m_iface_attr.cap.put.max_iov, 1u);
+    EXPECT_GT(m_iface_attr.bandwidth.dedicated, 0);
+}
+
+TEST_F(rc_uct, put_zcopy_host_to_host_every_byte) {
+    open();
+    for (size_t length : rc_sizes) {
+        check_transfer(true, false, false, length);
+    }
+}
+
+TEST_F(rc_uct, get_zcopy_host_from_host_every_byte) {
+    open();
+    for (size_t length : rc_sizes) {
+        check_transfer(false, false, false, length);
+    }
+}
+
+TEST_F(rc_uct, put_zcopy_host_to_device_every_byte) {
+    open();
+    ASSERT_TRUE(md()->gpus != NULL) << "the domain has no GPUs";
+    for (size_t length : rc_sizes) {
+        check_transfer(true, false, true, length);
+    }
+}
+
+TEST_F(rc_uct, put_zcopy_device_to_device_every_byte) {
+    open();
+    ASSERT_TRUE(md()->gpus != NULL) << "the domain has no GPUs";
+    for (size_t length : {(size_t)4093, (size_t)1 << 20}) {
+        check_transfer(true, true, true, length);
+    }
+}
+
+TEST_F(rc_uct, get_zcopy_device_from_device_every_byte) {
+    open();
+    ASSERT_TRUE(md()->gpus != NULL) << "the domain has no GPUs";
+    for (size_t length : {(size_t)4093, (size_t)1 << 20}) {
+        check_transfer(false, true, true, length);
+    }
+}
+
+TEST_F(rc_uct, get_zcopy_host_from_device_every_byte) {
+    open();
+    ASSERT_TRUE(md()->gpus != NULL) << "the domain has no GPUs";
+    for (size_t length : {(size_t)1, (size_t)65537}) {
+        check_transfer(false, false, true, length);
+    }
+}
+
+TEST_F(rc_uct, put_zcopy_gathers_entries_in_order) {
+    open();
+    rc_buffer &a    = alloc(1000, false, 10);
+    rc_buffer &b    = alloc(3000, true, 20);
+    rc_buffer &c    = alloc(500, false, 30);
+    rc_buffer &peer = alloc(8192, true, 40);
+    std::vector<uint8_t> expected = contents(peer);
+    uct_iov_t iovs[3] = {iov(a, 1, 999), iov(b, 7, 2000), iov(c, 0, 500)};
+    size_t count      = ucs_min(m_iface_attr.cap.put.max_iov, 3);
+    size_t at         = 11;
+    completion comp;
+
+    for (size_t i = 0; i < count; ++i) {
+        std::vector<uint8_t> part = contents(i == 0 ? a : (i == 1 ? b : c));
+        size_t offset             = (uint8_t*)iovs[i].buffer -
+                                    (uint8_t*)(i == 0 ? a : (i == 1 ? b : c))
+                                    .address;
+        memcpy(&expected[at], &part[offset], iovs[i].length);
+        at += iovs[i].length;
+    }
+
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], iovs, count,
+                                               remote(peer, 11),
+                                               peer.rkey.rkey, &comp.super));
+    wait(&comp.super);
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_TRUE(contents(peer) == expected);
+}
+
+TEST_F(rc_uct, completions_come_in_posting_order) {
+    open();
+    rc_buffer &local = alloc(65536, false, 1);
+    rc_buffer &peer  = alloc(65536, true, 2);
+    std::vector<completion> comps(32);
+    std::vector<int> order;
+
+    for (int i = 0; i < (int)comps.size(); ++i) {
+        uct_iov_t local_iov = iov(local, i * 2048, (i % 2) ? 2048 : 1);
+        comps[i].order      = &order;
+        comps[i].id         = i;
+        ASSERT_EQ(UCS_INPROGRESS,
+                  (i % 3) ?
+                  uct_ep_put_zcopy(m_ep[0], &local_iov, 1,
+                                   remote(peer, i * 2048), peer.rkey.rkey,
+                                   &comps[i].super) :
+                  uct_ep_get_zcopy(m_ep[0], &local_iov, 1,
+                                   remote(peer, i * 2048), peer.rkey.rkey,
+                                   &comps[i].super));
+    }
+    wait(&comps.back().super);
+
+    ASSERT_EQ(comps.size(), order.size());
+    for (int i = 0; i < (int)order.size(); ++i) {
+        EXPECT_EQ(i, order[i]);
+    }
+}
+
+TEST_F(rc_uct, flush_completes_after_what_was_posted_before) {
+    open();
+    rc_buffer &local = alloc(1 << 20, false, 1);
+    rc_buffer &peer  = alloc(1 << 20, true, 2);
+    std::vector<int> order;
+    completion puts[4], flush;
+    ucs_status_t status;
+
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL)) << "nothing posted";
+    for (int i = 0; i < 4; ++i) {
+        uct_iov_t local_iov = iov(local, i << 18, 1 << 18);
+        puts[i].order       = &order;
+        puts[i].id          = i;
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_put_zcopy(m_ep[0], &local_iov, 1,
+                                   remote(peer, i << 18), peer.rkey.rkey,
+                                   &puts[i].super));
+    }
+
+    flush.order = &order;
+    flush.id    = 100;
+    status      = uct_ep_flush(m_ep[0], 0, &flush.super);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    EXPECT_NE(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+    wait(&flush.super);
+
+    EXPECT_EQ(UCS_OK, flush.status);
+    EXPECT_EQ(std::vector<int>({0, 1, 2, 3, 100}), order);
+    EXPECT_TRUE(contents(peer) == contents(local));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+}
+
+TEST_F(rc_uct, get_after_fence_reads_what_put_wrote) {
+    open();
+    rc_buffer &source = alloc(65536, false, 1);
+    rc_buffer &peer   = alloc(65536, true, 2);
+    rc_buffer &back   = alloc(65536, false, 3);
+    uct_iov_t put_iov = iov(source, 0, 65536);
+    uct_iov_t get_iov = iov(back, 0, 65536);
+    completion put, get;
+
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &put_iov, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &put.super));
+    ASSERT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep[0], &get_iov, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &get.super));
+    wait(&get.super);
+    EXPECT_EQ(1u, put.calls);
+    EXPECT_EQ(UCS_OK, get.status);
+    EXPECT_TRUE(contents(back) == contents(source));
+    EXPECT_EQ(UCS_OK, uct_iface_fence(m_iface, 0));
+}
+
+TEST_F(rc_uct, full_send_queue_waits_in_pending_and_all_lands) {
+    open("TX_QUEUE_LEN", "4");
+    const size_t chunk = 4096, count = 24;
+    rc_buffer &local   = alloc(chunk * count, false, 1);
+    rc_buffer &peer    = alloc(chunk * count, true, 2);
+
+    struct pending_put {
+        uct_pending_req_t super;
+        rc_uct            *test;
+        size_t            index;
+        completion        comp;
+    };
+
+    std::vector<pending_put> reqs(count);
+    size_t next = 0, queued = 0, dispatched = 0;
+    ucs_status_t status;
+    static size_t *s_dispatched;
+
+    s_dispatched = &dispatched;
+    for (size_t i = 0; i < count; ++i) {
+        reqs[i].test  = this;
+        reqs[i].index = i;
+        reqs[i].super.func = [](uct_pending_req_t *self) -> ucs_status_t {
+            pending_put *req  = ucs_container_of(self, pending_put, super);
+            rc_uct *test      = req->test;
+            rc_buffer &local  = *test->m_buffers[0];
+            rc_buffer &peer   = *test->m_buffers[1];
+            uct_iov_t io      = test->iov(local, req->index * 4096, 4096);
+            ucs_status_t st   = uct_ep_put_zcopy(test->m_ep[0], &io, 1,
+                                                 test->remote(peer,
+                                                      req->index * 4096),
+                                                 peer.rkey.rkey,
+                                                 &req->comp.super);
+            if (st == UCS_INPROGRESS) {
+                ++*s_dispatched;
+                return UCS_OK;
+            }
+            return st;
+        };
+    }
+
+    /* Post until the queue is full; the rest waits in the pending queue */
+    for (; next < count; ++next) {
+        uct_iov_t io = iov(local, next * chunk, chunk);
+        status       = uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                        remote(peer, next * chunk),
+                                        peer.rkey.rkey,
+                                        &reqs[next].comp.super);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+    }
+    ASSERT_EQ(4u, next) << "TX_QUEUE_LEN=4";
+
+    for (size_t i = next; i < count; ++i) {
+        ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep[0], &reqs[i].super, 0));
+        ++queued;
+    }
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_flush(m_ep[0], 0, NULL))
+            << "a flush waits behind the pending requests";
+
+    wait(&reqs[count - 1].comp.super);
+    drain();
+    EXPECT_EQ(queued, dispatched);
+    for (auto &req : reqs) {
+        EXPECT_EQ(UCS_OK, req.comp.status);
+    }
+    EXPECT_TRUE(contents(peer) == contents(local));
+    EXPECT_EQ(UCS_ERR_BUSY, uct_ep_pending_add(m_ep[0], &reqs[0].super, 0))
+            << "with room in the queue, the caller posts itself";
+}
+
+TEST_F(rc_uct, pending_purge_gives_back_every_request) {
+    open("TX_QUEUE_LEN", "2");
+    rc_buffer &local = alloc(4096, false, 1);
+    rc_buffer &peer  = alloc(4096, false, 2);
+    uct_pending_req_t reqs[3];
+    std::vector<uct_pending_req_t*> purged;
+    completion comps[2];
+
+    for (int i = 0; i < 2; ++i) {
+        uct_iov_t io = iov(local, 0, 4096);
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                                   remote(peer, 0),
+                                                   peer.rkey.rkey,
+                                                   &comps[i].super));
+    }
+    for (auto &req : reqs) {
+        req.func = [](uct_pending_req_t*) -> ucs_status_t {
+            return UCS_ERR_NO_RESOURCE;
+        };
+        ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep[0], &req, 0));
+    }
+
+    uct_ep_pending_purge(m_ep[0], [](uct_pending_req_t *req, void *arg) {
+        ((std::vector<uct_pending_req_t*>*)arg)->push_back(req);
+    }, &purged);
+    EXPECT_EQ(std::vector<uct_pending_req_t*>({&reqs[0], &reqs[1], &reqs[2]}),
+              purged);
+    wait(&comps[1].super);
+}
+
+TEST_F(rc_uct, ep_destroy_with_operations_in_flight) {
+    open();
+    rc_buffer &local = alloc(1 << 20, false, 1);
+    rc_buffer &peer  = alloc(1 << 20, true, 2);
+    completion comps[8];
+
+    for (int i = 0; i < 8; ++i) {
+        uct_iov_t io = iov(local, i << 17, 1 << 17);
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                                   remote(peer, i << 17),
+                                                   peer.rkey.rkey,
+                                                   &comps[i].super));
+    }
+
+    uct_ep_destroy(m_ep[0]);
+    m_ep[0] = NULL;
+    drain();
+    for (auto &comp : comps) {
+        EXPECT_EQ(0u, comp.calls) << "a destroyed endpoint calls no "
+                                     "completion";
+    }
+
+    /* The interface goes on: a new pair moves bytes */
+    uct_ep_destroy(m_ep[1]);
+    m_ep[1] = NULL;
+    connect_pair();
+    check_transfer(true, false, true, 65536);
+}
+
+TEST_F(rc_uct, iface_close_with_destroyed_endpoint_in_flight) {
+    open();
+    rc_buffer &local = alloc(1 << 20, false, 1);
+    rc_buffer &peer  = alloc(1 << 20, false, 2);
+    uct_iov_t io     = iov(local, 0, 1 << 20);
+    completion comp;
+
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &comp.super));
+    uct_ep_destroy(m_ep[0]);
+    m_ep[0] = NULL;
+    uct_ep_destroy(m_ep[1]);
+    m_ep[1] = NULL;
+    uct_iface_close(m_iface);
+    m_iface = NULL;
+    EXPECT_EQ(0u, comp.calls);
+}
+
+TEST_F(rc_uct, put_into_local_region_fails_with_remote_access_error) {
+    open();
+    rc_buffer &local  = alloc(4096, false, 1);
+    rc_buffer &target = alloc(4096, true, 2, UCT_MD_MEM_ACCESS_LOCAL_WRITE,
+                               false);  /* local access */
+    std::vector<uint8_t> before = contents(target);
+    gpumem_reg_view_t *view     = uct_gpumem_ib_memh_view(target.memh);
+    gpumem_reg_remote_view_t forged = {};
+    uct_rkey_bundle_t rkey;
+    ucs_status_t status;
+    log_capture log;
+
+    /* A local region has no key to give: a peer that guesses its device
+     * key is refused by the device */
+    std::vector<uint8_t> packed(GPUMEM_REG_WIRE_SIZE);
+    EXPECT_NE(UCS_OK, uct_md_mkey_pack(m_md, target.memh, packed.data()));
+
+    forged.rkey    = view->region->mr.rkey;
+    forged.address = view->address;
+    forged.length  = view->length;
+    strncpy(forged.device_name, m_device.c_str(),
+            sizeof(forged.device_name) - 1);
+    rkey = unpack(forged);
+
+    status = rdma(true, local, 0, target, 0, 4096, rkey.rkey);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, status) << ucs_status_string(status);
+    EXPECT_TRUE(contents(target) == before) << "no byte landed";
+    EXPECT_EQ(1u, log.count({"gpumem_rc", "RDMA WRITE", "remote access"}))
+            << log.text();
+
+    /* The endpoint has failed: it says so to every later call, and its
+     * error handler heard it once */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, rdma(true, local, 0, target, 0, 16,
+                                         rkey.rkey));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, uct_ep_flush(m_ep[0], 0, NULL));
+    drain();
+    ASSERT_LE(1u, m_failed.size());
+    EXPECT_EQ(m_ep[0], m_failed[0].first);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, m_failed[0].second);
+    size_t said = 0;
+    for (auto &failure : m_failed) {
+        said += (failure.first == m_ep[0]);
+    }
+    EXPECT_EQ(1u, said);
+}
+
+TEST_F(rc_uct, get_from_remote_write_region_fails_with_remote_access_error) {
+    open();
+    rc_buffer &local  = alloc(4096, false, 1);
+    rc_buffer &target = alloc(4096, false, 2, UCT_MD_MEM_ACCESS_REMOTE_PUT);
+    std::vector<uint8_t> before = contents(local);
+
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, rdma(false, local, 0, target, 0, 4096));
+    EXPECT_TRUE(contents(local) == before) << "no byte landed";
+}
+
+TEST_F(rc_uct, put_past_the_registration_fails_with_remote_access_error) {
+    open();
+    rc_buffer &local  = alloc(8192, false, 1);
+    rc_buffer &target = alloc(8192, false, 2);
+    gpumem_reg_remote_view_t forged =
+            *(gpumem_reg_remote_view_t*)target.rkey.rkey;
+    uct_rkey_bundle_t rkey;
+
+    /* A key that claims more than the registration: the device refuses */
+    forged.length *= 2;
+    rkey           = unpack(forged);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, rdma(true, local, 0, target, 4096, 8192,
+                                         rkey.rkey));
+}
+
+TEST_F(rc_uct, put_past_a_slice_is_refused_before_posting) {
+    open();
+    rc_buffer &local  = alloc(8192, false, 1);
+    rc_buffer &target = alloc(8192, true, 2);
+    std::vector<uint8_t> before = contents(target);
+    gpumem_reg_remote_view_t slice;
+    uct_rkey_bundle_t rkey;
+    log_capture log;
+
+    ASSERT_EQ(UCS_OK, gpumem_reg_remote_view_slice(
+            (gpumem_reg_remote_view_t*)target.rkey.rkey, 1024, 2048, &slice));
+    rkey = unpack(slice);
+
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, rdma(true, local, 0, target, 2048, 2048,
+                                         rkey.rkey));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, rdma(true, local, 0, target, 0, 16,
+                                         rkey.rkey));
+    EXPECT_EQ(2u, log.count({"gpumem_rc", "outside the peer's key"}))
+            << log.text();
+    EXPECT_TRUE(contents(target) == before) << "no byte landed";
+
+    /* Inside the slice, the endpoint still works */
+    EXPECT_EQ(UCS_OK, rdma(true, local, 0, target, 1024, 2048, rkey.rkey));
+    EXPECT_TRUE(m_failed.empty());
+}
+
+TEST_F(rc_uct, unregistered_local_bytes_are_refused) {
+    open();
+    rc_buffer &local = alloc(4096, false, 1);
+    rc_buffer &peer  = alloc(4096, false, 2);
+    uct_iov_t io     = iov(local, 0, 4096);
+    completion comp;
+    log_capture log;
+
+    io.memh = UCT_MEM_HANDLE_NULL;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_put_zcopy(m_ep[0], &io, 1, remote(peer, 0),
+                               peer.rkey.rkey, &comp.super));
+    io      = iov(local, 1, 4096);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_put_zcopy(m_ep[0], &io, 1, remote(peer, 0),
+                               peer.rkey.rkey, &comp.super))
+            << "a byte past the registration";
+    EXPECT_EQ(0u, comp.calls);
+}
+
+TEST_F(rc_uct, put_short_lands_before_completion_of_a_flush) {
+    open();
+    rc_buffer &peer = alloc(4096, true, 2);
+    std::vector<uint8_t> expected = contents(peer);
+    std::vector<uint8_t> bytes    = make_pattern(m_iface_attr.cap.put.max_short,
+                                                 77);
+    completion flush;
+
+    ASSERT_GT(m_iface_attr.cap.put.max_short, 0u);
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep[0], bytes.data(), bytes.size(),
+                                       remote(peer, 9), peer.rkey.rkey));
+    memcpy(&expected[9], bytes.data(), bytes.size());
+    bytes.assign(bytes.size(), 0);  /* The request holds its own copy */
+    if (uct_ep_flush(m_ep[0], 0, &flush.super) == UCS_INPROGRESS) {
+        wait(&flush.super);
+    }
+    EXPECT_TRUE(contents(peer) == expected);
+}
+
+TEST_F(rc_uct, put_bcopy_packs_and_lands) {
+    open();
+    rc_buffer &peer = alloc(65536, true, 2);
+    std::vector<uint8_t> expected = contents(peer);
+    std::vector<uint8_t> bytes    = make_pattern(m_iface_attr.cap.put.max_bcopy,
+                                                 5);
+    completion flush;
+    ssize_t packed;
+
+    packed = uct_ep_put_bcopy(m_ep[0], [](void *dest, void *arg) -> size_t {
+        std::vector<uint8_t> *src = (std::vector<uint8_t>*)arg;
+        memcpy(dest, src->data(), src->size());
+        return src->size();
+    }, &bytes, remote(peer, 100), peer.rkey.rkey);
+    ASSERT_EQ((ssize_t)bytes.size(), packed);
+    memcpy(&expected[100], bytes.data(), bytes.size());
+    if (uct_ep_flush(m_ep[0], 0, &flush.super) == UCS_INPROGRESS) {
+        wait(&flush.super);
+    }
+    EXPECT_TRUE(contents(peer) == expected);
+}
+
+TEST_F(rc_uct, get_bcopy_unpacks_before_completion) {
+    open();
+    rc_buffer &peer = alloc(65536, true, 2);
+    std::vector<uint8_t> source = contents(peer);
+    size_t length               = m_iface_attr.cap.get.max_bcopy - 3;
+    std::vector<uint8_t> out;
+    completion comp;
+
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_bcopy(m_ep[0], [](void *arg, const void *data,
+                                           size_t length) {
+                  std::vector<uint8_t> *dst = (std::vector<uint8_t>*)arg;
+                  dst->assign((const uint8_t*)data,
+                              (const uint8_t*)data + length);
+              }, &out, length, remote(peer, 3), peer.rkey.rkey,
+              &comp.super));
+    wait(&comp.super);
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_TRUE(std::vector<uint8_t>(source.begin() + 3,
+                                     source.begin() + 3 + length) == out);
+}
+
+/* Peers' regions written in any order (UCX_GPUMEM_IB_ORDER=any_order, as
+ * this side's): a write's completion says nothing of its bytes' landing, a
+ * READ after it does */
+TEST_F(rc_uct, flush_after_writes_in_any_order_reads_back_first) {
+    open(NULL, NULL, "ORDER", "any_order");
+    rc_buffer &local = alloc(65536, false, 1);
+    rc_buffer &peer  = alloc(65536, true, 2);
+    uct_gpumem_rc_ep_t *ep = ucs_derived_of(m_ep[0], uct_gpumem_rc_ep_t);
+    std::vector<int> order;
+    completion put, flush;
+
+    put.order   = &order;
+    put.id      = 1;
+    flush.order = &order;
+    flush.id    = 2;
+    uct_iov_t io = iov(local, 0, 65536);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &put.super));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_ep[0], 0, &flush.super));
+    EXPECT_EQ(1u, ep->read_backs);
+    wait(&flush.super);
+    EXPECT_EQ(UCS_OK, flush.status);
+    EXPECT_EQ(std::vector<int>({1, 2}), order);
+    EXPECT_TRUE(contents(peer) == contents(local));
+
+    /* Nothing written since: nothing to read back */
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL));
+    EXPECT_EQ(1u, ep->read_backs);
+
+    /* A fence after a write reads back too, and the next request waits */
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, NULL));
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
+    EXPECT_EQ(2u, ep->read_backs);
+    drain();
+    EXPECT_TRUE(m_failed.empty());
+}
+
+TEST_F(rc_uct, flush_after_writes_in_order_reads_nothing_back) {
+    open();
+    rc_buffer &local = alloc(4096, false, 1);
+    rc_buffer &peer  = alloc(4096, true, 2);
+    uct_gpumem_rc_ep_t *ep = ucs_derived_of(m_ep[0], uct_gpumem_rc_ep_t);
+
+    ASSERT_EQ(UCS_OK, rdma(true, local, 0, peer, 0, 4096));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
+    EXPECT_EQ(0u, ep->read_backs);
+}

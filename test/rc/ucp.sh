@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs test/rc/rc_ucp_test in the soft-RoCE VM: two processes move device
+# buffers through UCP with gpumem_rc as the only transport between them
+# (ud_verbs for wire-up, gpumemcpy for staging; no transport of one
+# machine), tag and RMA with every byte checked, then the remote access
+# error. Prints the lanes and fails unless the data lanes are gpumem_rc's.
+#
+# Usage: test/rc/ucp.sh [max size, default 4m]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+max=${1:-4m}
+export UCX_TLS=gpumem_rc,gpumemcpy,ud_verbs
+export UCX_NET_DEVICES=rxe0:1
+export UCX_UD_VERBS_ETH_DGID_CHECK=n
+export UCX_GPUMEM_EMU_SHM_DIR=${UCX_GPUMEM_EMU_SHM_DIR:-$(mktemp -d)}
+
+status=0
+run() {
+    local name=$1 out rc
+    shift
+    out=$(env "$@" 2>&1)
+    rc=$?
+    echo "$out" | grep -v "refuses to register dma-bufs"
+    if [ $rc -ne 0 ]; then
+        echo "ucp.sh: $name failed ($rc)" >&2
+        status=1
+        return
+    fi
+    # Data lanes: rma_bw (rendezvous zero-copy) and rma on gpumem_rc
+    if ! echo "$out" | grep -q "gpumem_rc/rxe0:1.* rma_bw"; then
+        echo "ucp.sh: $name: no rma_bw lane on gpumem_rc" >&2
+        status=1
+    fi
+}
+
+run tag timeout -k 5 180 test/rc/rc_ucp_test tag "$max"
+# UCX 1.13's first protocols put short and bcopy with the CPU whatever the
+# memory; its new protocols ask the memory type (and print their choice).
+# The remote access error is seen with the first protocols, from host
+# memory: with the new ones and peer failure handling the first put does
+# not complete here (not yet understood).
+run rma UCX_PROTO_ENABLE=y UCX_PROTO_INFO=y \
+    timeout -k 5 180 test/rc/rc_ucp_test rma "$max"
+run access timeout -k 5 180 test/rc/rc_ucp_test access 64k
+exit $status
