@@ -172,13 +172,7 @@ static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.am.max_hdr          = 0;
     iface_attr->cap.am.max_iov          = 1;
 
-    /* The emu's engine is the calling thread: each process has its own */
-    iface_attr->latency                 = ucs_linear_func_make(
-                                                  iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated     = iface->config.bandwidth;
-    iface_attr->bandwidth.shared        = 0;
-    iface_attr->overhead                = iface->config.overhead;
-    iface_attr->priority                = 0;
+    uct_gpumem_iface_perf_attr(&iface->config.perf, iface_attr);
     return UCS_OK;
 }
 
@@ -189,26 +183,7 @@ uct_gpumem_copy_iface_estimate_perf(uct_iface_h tl_iface,
     uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                     uct_gpumem_copy_iface_t);
 
-    /* Every operation and memory type moves through the same engine */
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = iface->config.bandwidth;
-        perf_attr->bandwidth.shared    = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
-        perf_attr->send_pre_overhead = iface->config.overhead;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
-        perf_attr->send_post_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
-        perf_attr->recv_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
-        perf_attr->latency = ucs_linear_func_make(iface->config.latency, 0);
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
-        perf_attr->max_inflight_eps = SIZE_MAX;
-    }
+    uct_gpumem_iface_perf_estimate(&iface->config.perf, perf_attr);
     return UCS_OK;
 }
 
@@ -639,9 +614,11 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
     self->fenced           = 0;
     self->config.seg_size  = config->seg_size;
     self->config.max_poll  = ucs_max(config->max_poll, 1);
-    self->config.bandwidth = config->bandwidth;
-    self->config.latency   = config->latency;
-    self->config.overhead  = config->overhead;
+    self->config.perf.bandwidth = config->bandwidth;
+    self->config.perf.latency   = config->latency;
+    self->config.perf.overhead  = config->overhead;
+    /* The emu's engine is the calling thread: each process has its own */
+    self->config.perf.shared    = 0;
     ucs_queue_head_init(&self->queue);
 
     self->bounce = ucs_malloc(config->seg_size, "gpumem_copy_bounce");

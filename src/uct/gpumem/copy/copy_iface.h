@@ -11,6 +11,7 @@
 
 #include <uct/gpumem/gpumem_md.h>
 #include <uct/base/uct_iface.h>
+#include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 
@@ -95,9 +96,7 @@ typedef struct uct_gpumem_copy_iface {
     struct {
         size_t                   seg_size;
         unsigned                 max_poll;
-        double                   bandwidth;
-        double                   latency;
-        double                   overhead;
+        uct_gpumem_iface_perf_t  perf;  /* What UCP selects lanes by */
     } config;
 } uct_gpumem_copy_iface_t;
 

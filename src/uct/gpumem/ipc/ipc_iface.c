@@ -241,12 +241,7 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.am.max_iov          = 1;
 
     /* The links of the path are the machine's, shared by its processes */
-    iface_attr->latency                 = ucs_linear_func_make(
-                                                  iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated     = 0;
-    iface_attr->bandwidth.shared        = iface->config.bandwidth;
-    iface_attr->overhead                = iface->config.overhead;
-    iface_attr->priority                = 0;
+    uct_gpumem_iface_perf_attr(&iface->config.perf, iface_attr);
     return UCS_OK;
 }
 
@@ -257,25 +252,7 @@ uct_gpumem_ipc_iface_estimate_perf(uct_iface_h tl_iface,
     uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gpumem_ipc_iface_t);
 
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = 0;
-        perf_attr->bandwidth.shared    = iface->config.bandwidth;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
-        perf_attr->send_pre_overhead = iface->config.overhead;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
-        perf_attr->send_post_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
-        perf_attr->recv_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
-        perf_attr->latency = ucs_linear_func_make(iface->config.latency, 0);
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
-        perf_attr->max_inflight_eps = SIZE_MAX;
-    }
+    uct_gpumem_iface_perf_estimate(&iface->config.perf, perf_attr);
     return UCS_OK;
 }
 
@@ -572,16 +549,18 @@ uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
     uct_gpumem_ipc_best_path(uct_gpumem_ipc_iface_context(self),
                              self->md->gpu, &self->path);
 
-    self->config.bandwidth = UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
-                             self->path.bandwidth : config->bandwidth;
-    self->config.latency   = (config->latency == UCS_TIME_AUTO) ?
-                             self->path.latency :
-                             ucs_time_to_sec(config->latency);
-    self->config.overhead  = config->overhead;
+    self->config.perf.bandwidth = UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+                                  self->path.bandwidth : config->bandwidth;
+    self->config.perf.latency   = (config->latency == UCS_TIME_AUTO) ?
+                                  self->path.latency :
+                                  ucs_time_to_sec(config->latency);
+    self->config.perf.overhead  = config->overhead;
+    /* The path's links carry every process's copies */
+    self->config.perf.shared    = 1;
     ucs_debug("gpumemipc: iface %p of GPU %u: %s path, %.0f MB/s, %.2f us",
               self, self->md->gpu, self->path.name,
-              self->config.bandwidth / UCS_MBYTE,
-              self->config.latency * UCS_USEC_PER_SEC);
+              self->config.perf.bandwidth / UCS_MBYTE,
+              self->config.perf.latency * UCS_USEC_PER_SEC);
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,

@@ -13,6 +13,7 @@
 #include "ipc_reach.h"
 
 #include <uct/base/uct_iface.h>
+#include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 
@@ -92,9 +93,7 @@ typedef struct uct_gpumem_ipc_iface {
     void                  *bounce;   /* Host bytes of bcopy, max_bcopy */
     struct {
         unsigned          max_poll;
-        double            bandwidth;
-        double            latency;
-        double            overhead;
+        uct_gpumem_iface_perf_t perf;  /* What UCP selects lanes by */
     } config;
 } uct_gpumem_ipc_iface_t;
 

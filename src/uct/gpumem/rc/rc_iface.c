@@ -386,12 +386,7 @@ static ucs_status_t uct_gpumem_rc_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.am.opt_zcopy_align  = 1;
     iface_attr->cap.am.align_mtu        = 1;
 
-    iface_attr->latency                 = ucs_linear_func_make(
-                                                  iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated     = iface->config.bandwidth;
-    iface_attr->bandwidth.shared        = 0;
-    iface_attr->overhead                = iface->config.overhead;
-    iface_attr->priority                = 0;
+    uct_gpumem_iface_perf_attr(&iface->config.perf, iface_attr);
     return UCS_OK;
 }
 
@@ -402,25 +397,7 @@ uct_gpumem_rc_iface_estimate_perf(uct_iface_h tl_iface,
     uct_gpumem_rc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gpumem_rc_iface_t);
 
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = iface->config.bandwidth;
-        perf_attr->bandwidth.shared    = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
-        perf_attr->send_pre_overhead = iface->config.overhead;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
-        perf_attr->send_post_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
-        perf_attr->recv_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
-        perf_attr->latency = ucs_linear_func_make(iface->config.latency, 0);
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
-        perf_attr->max_inflight_eps = SIZE_MAX;
-    }
+    uct_gpumem_iface_perf_estimate(&iface->config.perf, perf_attr);
     return UCS_OK;
 }
 
@@ -809,27 +786,28 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
                                         dev_attr.max_qp_init_rd_atom);
     self->config.max_dest_rd_atomic = ucs_min(config->max_rd_atomic,
                                               dev_attr.max_qp_rd_atom);
-    self->config.latency            = config->latency;
-    self->config.overhead           = config->overhead;
-    self->config.bandwidth          = UCS_CONFIG_BW_IS_AUTO(
+    self->config.perf.latency       = config->latency;
+    self->config.perf.overhead      = config->overhead;
+    self->config.perf.shared        = 0;
+    self->config.perf.bandwidth     = UCS_CONFIG_BW_IS_AUTO(
                                               config->bandwidth) ?
                                       uct_gpumem_rc_port_bandwidth(
                                               self->port_attr.active_width,
                                               self->port_attr.active_speed) :
                                       config->bandwidth;
-    if (self->config.bandwidth <= 0) {
+    if (self->config.perf.bandwidth <= 0) {
         /* A port that reports no known rate: as an SDR 1x one */
-        self->config.bandwidth = uct_gpumem_rc_port_bandwidth(1, 1);
+        self->config.perf.bandwidth = uct_gpumem_rc_port_bandwidth(1, 1);
     }
 
     /* The farther the NIC from the process's GPU, the less UCP expects of
      * it, so that each GPU's bytes go by its nearest NIC */
     uct_gpumem_ib_place_estimates(&self->md->place,
-                                  self->config.bandwidth,
-                                  self->config.latency,
+                                  self->config.perf.bandwidth,
+                                  self->config.perf.latency,
                                   UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
-                                  &self->config.bandwidth : &bandwidth,
-                                  &self->config.latency);
+                                  &self->config.perf.bandwidth : &bandwidth,
+                                  &self->config.perf.latency);
 
     cq_len             = ucs_min(config->cq_len, (unsigned)dev_attr.max_cqe);
     self->cq_available = cq_len;
@@ -863,8 +841,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     ucs_debug("gpumem_rc: iface %p on %s:%u, GID index %u, path MTU %u, "
               "%.0f MB/s, %.0f ns", self, self->md->domain.name,
               self->port_num, self->gid_index, 128u << self->path_mtu,
-              self->config.bandwidth / UCS_MBYTE,
-              self->config.latency * 1e9);
+              self->config.perf.bandwidth / UCS_MBYTE,
+              self->config.perf.latency * 1e9);
     return UCS_OK;
 
 err_cleanup_op_mp:

@@ -13,6 +13,7 @@
 
 #include <uct/gpumem/ib/ib_md.h>
 #include <uct/base/uct_iface.h>
+#include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
@@ -105,9 +106,7 @@ typedef struct uct_gpumem_rc_iface {
         uint8_t              retry_count;
         uint8_t              max_rd_atomic;
         uint8_t              max_dest_rd_atomic;
-        double               bandwidth;
-        double               latency;
-        double               overhead;
+        uct_gpumem_iface_perf_t perf;  /* What UCP selects lanes by */
     } config;
 } uct_gpumem_rc_iface_t;
 

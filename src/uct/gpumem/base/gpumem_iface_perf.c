@@ -1,0 +1,50 @@
+/**
+ * gpumem: the performance estimates every gpumem interface gives UCP.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gpumem_iface_perf.h"
+
+#include <ucs/sys/math.h>
+#include <stdint.h>
+
+
+void uct_gpumem_iface_perf_attr(const uct_gpumem_iface_perf_t *perf,
+                                uct_iface_attr_t *iface_attr)
+{
+    iface_attr->latency             = ucs_linear_func_make(perf->latency, 0);
+    iface_attr->bandwidth.dedicated = perf->shared ? 0 : perf->bandwidth;
+    iface_attr->bandwidth.shared    = perf->shared ? perf->bandwidth : 0;
+    iface_attr->overhead            = perf->overhead;
+    iface_attr->priority            = 0;
+}
+
+void uct_gpumem_iface_perf_estimate(const uct_gpumem_iface_perf_t *perf,
+                                    uct_perf_attr_t *perf_attr)
+{
+    /* Every operation and memory type moves at the interface's one rate */
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
+        perf_attr->bandwidth.dedicated = perf->shared ? 0 : perf->bandwidth;
+        perf_attr->bandwidth.shared    = perf->shared ? perf->bandwidth : 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
+        perf_attr->send_pre_overhead = perf->overhead;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
+        perf_attr->send_post_overhead = 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
+        perf_attr->recv_overhead = 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
+        perf_attr->latency = ucs_linear_func_make(perf->latency, 0);
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
+        perf_attr->max_inflight_eps = SIZE_MAX;
+    }
+}
