@@ -15,17 +15,10 @@ set -euo pipefail
 OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build
 # shellcheck source=test/fuzz/fuzz_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
-# shellcheck disable=SC2046
-"$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -DHAVE_CONFIG_H -I"$TOP/src" -I"$BUILD" \
-    $(makevar UCX_SRC_CPPFLAGS) $(makevar UCX_CFLAGS) \
-    -o "$OUT/fuzz_reg_wire" \
-    "$HERE/fuzz_reg_wire.c" \
+fuzz_build fuzz_reg_wire \
     "$TOP/src/uct/gpumem/reg/reg_wire.c" \
     "$TOP/src/uct/gpumem/reg/reg_view.c" \
-    "$TOP/src/uct/gpumem/reg/reg_domain.c" \
-    $(makevar UCX_LIBS) -lpthread
-echo "fuzz: built $OUT/fuzz_reg_wire"
+    "$TOP/src/uct/gpumem/reg/reg_domain.c"
 [ "$build_only" = 1 ] && exit 0
 
 # Seeds: valid keys, little-endian (see src/uct/gpumem/reg/reg_wire.c)
@@ -51,12 +44,4 @@ seed seed-empty 1 0 0 a
 seed seed-top 7 -4096 4095 rocep65s0f0
 seed seed-longname 9 0x1000 1 "$(printf 'n%.0s' $(seq 63))"
 
-echo "fuzz: running for $seconds s, corpus $CORPUS"
-cd "$OUT"
-set +e
-./fuzz_reg_wire -max_total_time="$seconds" -print_final_stats=1 \
-    -rss_limit_mb=2048 -artifact_prefix="$OUT/" "$CORPUS" >"$OUT/fuzz.log" 2>&1
-rc=$?
-set -e
-grep -E '^stat::|ERROR|SUMMARY|does not hold' "$OUT/fuzz.log" || true
-exit $rc
+fuzz_run fuzz_reg_wire

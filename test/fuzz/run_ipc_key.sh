@@ -13,14 +13,7 @@ set -euo pipefail
 OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build/ipc_key
 # shellcheck source=test/fuzz/fuzz_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
-# shellcheck disable=SC2046
-"$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -DHAVE_CONFIG_H -I"$TOP/src" -I"$TOP/include" -I"$BUILD" \
-    $(makevar UCX_SRC_CPPFLAGS) $(makevar UCX_CFLAGS) $(makevar HWLOC_CFLAGS) \
-    -o "$OUT/fuzz_ipc_key" "$HERE/fuzz_ipc_key.c" \
-    "$TOP/src/uct/gpumem/ipc/ipc_key.c" \
-    $(makevar UCX_LIBS) -lpthread
-echo "fuzz: built $OUT/fuzz_ipc_key"
+fuzz_build fuzz_ipc_key "$TOP/src/uct/gpumem/ipc/ipc_key.c"
 
 # Seeds: a key packed by the library itself, via a tiny program
 cat >"$OUT/seed.c" <<'C'
@@ -53,14 +46,4 @@ C
 "$OUT/seed" "$CORPUS/seed-key"
 [ "$build_only" = 1 ] && exit 0
 
-echo "fuzz: running for $seconds s, corpus $CORPUS"
-# Each refusal is logged as an error: keep the log quiet, the speed up
-export UCX_LOG_LEVEL=fatal
-cd "$OUT"
-set +e
-./fuzz_ipc_key -max_total_time="$seconds" -print_final_stats=1 \
-    -rss_limit_mb=2048 -artifact_prefix="$OUT/" "$CORPUS" >"$OUT/fuzz.log" 2>&1
-rc=$?
-set -e
-grep -E '^stat::|ERROR|SUMMARY' "$OUT/fuzz.log" || true
-exit $rc
+fuzz_run fuzz_ipc_key

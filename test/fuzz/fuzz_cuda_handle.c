@@ -1,0 +1,56 @@
+/**
+ * gpumem fuzz target: the cuda driver's memory handle decoder, which reads
+ * the handle another process of the machine exported. Whatever it accepts
+ * must be this user's, name a process, and pack back to the same bytes; a
+ * VMM handle must hold whole pages of a power-of-2 granularity.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include <uct/gpumem/driver/cuda/cuda_handle.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+static void check(int condition)
+{
+    if (!condition) {
+        abort(); /* An accepted handle that does not hold */
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t repacked[GPUMEM_CUDA_HANDLE_SIZE];
+    gpumem_cuda_handle_t handle;
+    size_t length;
+
+    if (gpumem_cuda_handle_unpack(data, size, &handle) != UCS_OK) {
+        return 0;
+    }
+
+    check(size == GPUMEM_CUDA_HANDLE_SIZE);
+    check(handle.uid == geteuid());
+    check((handle.pid > 0) && (handle.size > 0) && (handle.alloc_id != 0));
+    if (handle.type == GPUMEM_CUDA_HANDLE_VMM_FD) {
+        check(handle.fd >= 0);
+        check((handle.granularity != 0) &&
+              !(handle.granularity & (handle.granularity - 1)));
+        check((handle.size % handle.granularity) == 0);
+    } else {
+        check(handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC);
+        check((handle.fd == -1) && (handle.granularity == 0));
+    }
+
+    check(gpumem_cuda_handle_pack(&handle, repacked, sizeof(repacked),
+                                  &length) == UCS_OK);
+    check((length == size) && !memcmp(repacked, data, size));
+    return 0;
+}
