@@ -8,7 +8,7 @@
 
 #include "copy_test.h"
 
-#include <reg/reg_test.h>
+#include <common/log_capture.h>
 
 extern "C" {
 #include <uct/api/v2/uct_v2.h>

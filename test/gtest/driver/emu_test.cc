@@ -139,7 +139,6 @@ const size_t emu_test::VRAM_SIZE;
 const size_t emu_test::PAGE;
 const size_t emu_test::LARGE_PAGE;
 const size_t emu_test::INLINE_MAX;
-std::vector<std::string> emu_test::s_log;
 
 emu_test::emu_test() : m_topo(NULL), m_driver(NULL)
 {
@@ -194,10 +193,9 @@ void emu_test::SetUp()
 {
     char templ[] = "/dev/shm/gpumem-emu-test.XXXXXX";
 
+    m_log.reset(new gpumem_test::log_capture(UCS_LOG_LEVEL_DIAG));
     ASSERT_TRUE(mkdtemp(templ) != NULL) << strerror(errno);
     m_shm_dir = templ;
-    s_log.clear();
-    ucs_log_push_handler(log_handler);
     ASSERT_EQ(UCS_OK, open_machine(config(), &m_topo, &m_driver));
 }
 
@@ -205,7 +203,7 @@ void emu_test::TearDown()
 {
     close();
     expect_no_log();
-    ucs_log_pop_handler();
+    m_log.reset();
 
     /* Whatever happened, nothing is left in shared memory */
     EXPECT_EQ(std::vector<std::string>(), shm_files());
@@ -307,42 +305,10 @@ int emu_test::wait_child(pid_t pid)
 
 void emu_test::expect_log(const std::string &text)
 {
-    std::vector<std::string>::iterator it;
-
-    for (it = s_log.begin(); it != s_log.end(); ++it) {
-        if (it->find(text) != std::string::npos) {
-            s_log.erase(it);
-            return;
-        }
-    }
-    ADD_FAILURE() << "no log line says '" << text << "'";
+    m_log->expect(text);
 }
 
 void emu_test::expect_no_log()
 {
-    for (const std::string &line : s_log) {
-        ADD_FAILURE() << "unexpected log line: " << line;
-    }
-    s_log.clear();
-}
-
-ucs_log_func_rc_t
-emu_test::log_handler(const char *, unsigned, const char *,
-                      ucs_log_level_t level,
-                      const ucs_log_component_config_t *,
-                      const char *message, va_list ap)
-{
-    char buf[1024];
-
-    if (level > UCS_LOG_LEVEL_DIAG) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    vsnprintf(buf, sizeof(buf), message, ap);
-    if (getenv("GPUMEM_TEST_SHOW_LOG") != NULL) {
-        fprintf(stderr, "[captured %s] %s\n", ucs_log_level_names[level],
-                buf);
-    }
-    s_log.push_back(buf);
-    return UCS_LOG_FUNC_RC_STOP;
+    m_log->expect_none("unexpected log line: ");
 }

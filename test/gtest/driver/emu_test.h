@@ -10,6 +10,7 @@
 #define GPUMEM_EMU_TEST_H_
 
 #include <common/gpumem_test.h>
+#include <common/log_capture.h>
 
 extern "C" {
 #include <uct/gpumem/driver/emu/emu.h>
@@ -17,6 +18,7 @@ extern "C" {
 }
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 #include <sys/types.h>
@@ -134,13 +136,7 @@ protected:
     gpumem_driver_t *m_driver;
 
 private:
-    static ucs_log_func_rc_t
-    log_handler(const char *file, unsigned line, const char *function,
-                ucs_log_level_t level,
-                const ucs_log_component_config_t *comp_conf,
-                const char *message, va_list ap);
-
-    static std::vector<std::string> s_log;
+    std::unique_ptr<gpumem_test::log_capture> m_log;
 };
 
 #endif

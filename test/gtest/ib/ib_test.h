@@ -2,7 +2,7 @@
  * gpumem tests: fixtures of the tests on a real RDMA device: the gpumem_ib
  * memory domain of the device under test, a dma-buf made by udmabuf, and a
  * pair of RC queue pairs connected to each other on that device; and for
- * device memory, a driver without dma-bufs and the debug log.
+ * device memory, a driver without dma-bufs.
  *
  * The device is $UCX_GPUMEM_IB_TEST_DEVICE, else the first one verbs lists;
  * without any, the tests skip. On RoCE (soft-RoCE included) the queue pairs
@@ -100,34 +100,6 @@ private:
 /* Whether this process can make dma-bufs with /dev/udmabuf (root only in
  * the VM); otherwise @a why_p says why not */
 bool udmabuf_usable(std::string *why_p);
-
-
-/**
- * While alive, logs at debug level, and keeps the log lines of every level
- * off the terminal (GPUMEM_TEST_SHOW_LOG=1 shows them as well).
- */
-class debug_log {
-public:
-    debug_log();
-    ~debug_log();
-
-    /* How many lines contain every one of @a words. */
-    size_t count(const std::vector<std::string> &words) const;
-
-    /* All lines, for a failure message. */
-    std::string text() const;
-
-private:
-    static ucs_log_func_rc_t handler(const char *file, unsigned line,
-                                     const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *conf,
-                                     const char *message, va_list ap);
-
-    static debug_log         *s_current;
-    ucs_log_level_t          m_saved_level;
-    std::vector<std::string> m_lines;
-};
 
 
 /**

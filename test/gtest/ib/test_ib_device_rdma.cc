@@ -9,13 +9,14 @@
 
 #include "ib_test.h"
 
+#include <common/log_capture.h>
+
 #include <gpumem/gpumem.h>
 
 #include <cstring>
 #include <memory>
 #include <vector>
 
-using gpumem_test::debug_log;
 using gpumem_test::log_capture;
 
 
@@ -93,12 +94,12 @@ protected:
     void register_through(void *device, const std::vector<std::string> &words,
                           uct_mem_h *memh_p) {
         std::vector<std::string> line = {m_device, "bytes of device memory"};
-        debug_log log;
+        log_capture log(UCS_LOG_LEVEL_DEBUG, log_capture::LEVEL_RAISED);
 
         line.insert(line.end(), words.begin(), words.end());
         ASSERT_EQ(UCS_OK, mem_reg(device, length, UCT_MD_MEM_ACCESS_ALL,
                                   memh_p));
-        EXPECT_EQ(1u, log.count(line)) << log.text();
+        EXPECT_EQ(1u, log.count(line)) << log.text("gpumem");
         m_fallback_said = log.count({m_device, "refuses to register dma-bufs",
                                      "host pages"});
     }

@@ -6,10 +6,6 @@
 
 #include "ipc_test.h"
 
-extern "C" {
-#include <ucs/config/global_opts.h>
-}
-
 #include <cstring>
 #include <poll.h>
 #include <sys/wait.h>
@@ -17,42 +13,6 @@ extern "C" {
 
 
 namespace gpumem_test {
-
-diag_capture::diag_capture() :
-    m_saved_level(ucs_global_opts.log_component.log_level)
-{
-    if (m_saved_level < UCS_LOG_LEVEL_DIAG) {
-        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_DIAG;
-    }
-    ucs_log_push_handler(promote);
-}
-
-diag_capture::~diag_capture()
-{
-    ucs_log_pop_handler();
-    ucs_global_opts.log_component.log_level = m_saved_level;
-}
-
-/* The last handler pushed is called first: a diagnostic line comes here,
- * goes again through the handlers as a warning, and log_capture keeps it */
-ucs_log_func_rc_t
-diag_capture::promote(const char *file, unsigned line, const char *function,
-                      ucs_log_level_t level,
-                      const ucs_log_component_config_t *conf,
-                      const char *message, va_list ap)
-{
-    char buf[2048];
-
-    if ((level <= UCS_LOG_LEVEL_WARN) || (level > UCS_LOG_LEVEL_DIAG)) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    vsnprintf(buf, sizeof(buf), message, ap);
-    ucs_log_dispatch(file, line, function, UCS_LOG_LEVEL_WARN,
-                     (ucs_log_component_config_t*)conf, "%s", buf);
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
 
 channel::channel() : m_is_child(false)
 {

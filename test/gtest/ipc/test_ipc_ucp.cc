@@ -10,6 +10,8 @@
 
 #include "ipc_test.h"
 
+#include <common/log_capture.h>
+
 #include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
 
@@ -20,7 +22,7 @@
 
 
 using gpumem_test::channel;
-using gpumem_test::diag_capture;
+using gpumem_test::log_capture;
 
 
 namespace {
@@ -265,7 +267,7 @@ protected:
 TEST_P(ipc_ucp_unreachable, tag_between_gpus_that_do_not_reach_is_staged) {
     const std::vector<size_t> sizes = {8, 100000, (4 << 20) + 3};
     uint64_t receiver_bytes, sender_bytes;
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
     exchange(sizes, &receiver_bytes, &sender_bytes);
     EXPECT_EQ(0u, receiver_bytes + sender_bytes);

@@ -11,6 +11,8 @@
 
 #include <ib/ib_test.h>
 
+#include <common/log_capture.h>
+
 #include <gpumem/gpumem.h>
 
 extern "C" {
