@@ -76,62 +76,6 @@ std::vector<uint8_t> emu_pattern(size_t size, unsigned seed)
 }
 
 
-emu_channel::emu_channel() : m_is_child(false)
-{
-    if ((pipe(m_to_child) != 0) || (pipe(m_to_parent) != 0)) {
-        ADD_FAILURE() << "pipe: " << strerror(errno);
-    }
-}
-
-emu_channel::~emu_channel()
-{
-    for (int fd : {m_to_child[0], m_to_child[1], m_to_parent[0],
-                   m_to_parent[1]}) {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-    }
-}
-
-void emu_channel::parent_side()
-{
-    ::close(m_to_child[0]);
-    ::close(m_to_parent[1]);
-    m_to_child[0] = m_to_parent[1] = -1;
-    m_is_child    = false;
-}
-
-void emu_channel::child_side()
-{
-    ::close(m_to_child[1]);
-    ::close(m_to_parent[0]);
-    m_to_child[1] = m_to_parent[0] = -1;
-    m_is_child    = true;
-}
-
-bool emu_channel::send(const void *buf, size_t length)
-{
-    int fd = m_is_child ? m_to_parent[1] : m_to_child[1];
-
-    return write(fd, buf, length) == (ssize_t)length;
-}
-
-bool emu_channel::recv(void *buf, size_t length)
-{
-    int fd = m_is_child ? m_to_child[0] : m_to_parent[0];
-    size_t done = 0;
-    ssize_t n;
-
-    while (done < length) {
-        n = read(fd, (char*)buf + done, length - done);
-        if (n <= 0) {
-            return false;
-        }
-        done += n;
-    }
-    return true;
-}
-
 }
 
 

@@ -54,31 +54,6 @@ void emu_unmap(gpumem_driver_t *driver, unsigned gpu, uint64_t va,
 std::vector<uint8_t> emu_pattern(size_t size, unsigned seed);
 
 
-/**
- * Two pipes between a parent and the child it forks.
- */
-class emu_channel {
-public:
-    emu_channel();
-    ~emu_channel();
-
-    /* Each side keeps its ends after the fork */
-    void parent_side();
-    void child_side();
-
-    bool send(const void *buf, size_t length);
-    bool recv(void *buf, size_t length);
-
-    /* One byte each way, for "done" */
-    bool signal() { char c = 1; return send(&c, 1); }
-    bool wait()   { char c; return recv(&c, 1); }
-
-private:
-    int  m_to_child[2];
-    int  m_to_parent[2];
-    bool m_is_child;
-};
-
 }
 
 

@@ -7,70 +7,11 @@
 #include "ipc_test.h"
 
 #include <cstring>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 
 namespace gpumem_test {
-
-channel::channel() : m_is_child(false)
-{
-    EXPECT_EQ(0, pipe(m_to_child));
-    EXPECT_EQ(0, pipe(m_to_parent));
-}
-
-channel::~channel()
-{
-    for (int fd : {m_to_child[0], m_to_child[1], m_to_parent[0],
-                   m_to_parent[1]}) {
-        close(fd);
-    }
-}
-
-void channel::send(const std::string &message)
-{
-    int fd        = m_is_child ? m_to_parent[1] : m_to_child[1];
-    size_t length = message.size();
-
-    ASSERT_EQ((ssize_t)sizeof(length), write(fd, &length, sizeof(length)));
-    ASSERT_EQ((ssize_t)length, write(fd, message.data(), length));
-}
-
-bool channel::pending()
-{
-    struct pollfd pfd;
-
-    pfd.fd      = m_is_child ? m_to_child[0] : m_to_parent[0];
-    pfd.events  = POLLIN;
-    pfd.revents = 0;
-    return poll(&pfd, 1, 0) > 0;
-}
-
-std::string channel::recv()
-{
-    int fd = m_is_child ? m_to_child[0] : m_to_parent[0];
-    size_t length, done = 0;
-    std::string message;
-    ssize_t ret;
-
-    if (read(fd, &length, sizeof(length)) != (ssize_t)sizeof(length)) {
-        ADD_FAILURE() << "the other process closed the channel";
-        return "";
-    }
-
-    message.resize(length);
-    while (done < length) {
-        ret = read(fd, &message[done], length - done);
-        if (ret <= 0) {
-            ADD_FAILURE() << "the other process closed the channel";
-            return "";
-        }
-        done += ret;
-    }
-    return message;
-}
-
 
 counted_comp::counted_comp() : calls(0), status(UCS_INPROGRESS)
 {

@@ -28,32 +28,6 @@ extern "C" {
 
 namespace gpumem_test {
 
-/**
- * Both ends of two pipes, for a parent and the child it forks to exchange
- * addresses and keys.
- */
-class channel {
-public:
-    channel();
-    ~channel();
-
-    /* Called by the child once forked: from then on each end writes to the
-     * other */
-    void child_side() { m_is_child = true; }
-
-    void send(const std::string &message);
-    std::string recv();
-
-    /* Whether a message from the other process waits to be received */
-    bool pending();
-
-private:
-    int  m_to_child[2];
-    int  m_to_parent[2];
-    bool m_is_child;
-};
-
-
 /* A completion that counts its calls */
 struct counted_comp {
     uct_completion_t uct;

@@ -10,6 +10,7 @@
 
 #include "ipc_test.h"
 
+#include <common/channel.h>
 #include <common/log_capture.h>
 
 #include <gpumem/gpumem.h>

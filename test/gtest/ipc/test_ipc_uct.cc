@@ -9,6 +9,7 @@
 
 #include "ipc_test.h"
 
+#include <common/channel.h>
 #include <common/log_capture.h>
 
 extern "C" {
