@@ -136,6 +136,14 @@ ucs_status_t ib_md_test::reg_memory(const gpumem_reg_params_t &params,
     return (func == NULL) ? UCS_ERR_NO_ELEM : func(m_md, &params, memh_p);
 }
 
+void ib_md_test::find_device_calls()
+{
+    m_malloc = (malloc_func_t)plugin_symbol("gpumem_device_malloc");
+    m_free   = (free_func_t)plugin_symbol("gpumem_device_free");
+    m_memcpy = (memcpy_func_t)plugin_symbol("gpumem_device_memcpy");
+    ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) && (m_memcpy != NULL));
+}
+
 
 driver_without_dmabuf::driver_without_dmabuf(uct_gpumem_context_t *context) :
     m_driver(context->driver), m_saved(context->driver->ops),

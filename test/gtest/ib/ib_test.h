@@ -23,6 +23,8 @@
 #include <common/gpumem_test.h>
 #include <reg/reg_test.h>
 
+#include <gpumem/gpumem.h>
+
 extern "C" {
 #include <uct/gpumem/ib/ib_md.h>
 #include <infiniband/verbs.h>
@@ -51,6 +53,10 @@ void emu_env_unset(const std::string &shm_dir);
  */
 class ib_md_test : public testing::Test {
 protected:
+    typedef gpumem_result_t (*malloc_func_t)(void**, size_t);
+    typedef gpumem_result_t (*free_func_t)(void*);
+    typedef gpumem_result_t (*memcpy_func_t)(void*, const void*, size_t);
+
     virtual void SetUp();
     virtual void TearDown();
 
@@ -70,11 +76,18 @@ protected:
         return uct_md_mem_reg(m_md, address, length, flags, memh_p);
     }
 
+    /* The plugin's device memory calls, into m_malloc, m_free and
+     * m_memcpy: its GPUs are the ones its domains use */
+    void find_device_calls();
+
     std::string     m_device;
     std::string     m_shm_dir;
     uct_component_h m_component = NULL;
     uct_md_config_t *m_config   = NULL;
     uct_md_h        m_md        = NULL;
+    malloc_func_t   m_malloc    = NULL;
+    free_func_t     m_free      = NULL;
+    memcpy_func_t   m_memcpy    = NULL;
 };
 
 
