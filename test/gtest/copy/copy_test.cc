@@ -6,7 +6,33 @@
 
 #include "copy_test.h"
 
+#include <chrono>
 #include <cstdlib>
+
+
+namespace gpumem_test {
+
+ucs_status_t ucp_wait(ucs_status_ptr_t request,
+                      const std::function<void()> &progress)
+{
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(60);
+    ucs_status_t status;
+
+    if (!UCS_PTR_IS_PTR(request)) {
+        return UCS_PTR_STATUS(request);
+    }
+
+    while (((status = ucp_request_check_status(request)) ==
+            UCS_INPROGRESS) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        progress();
+    }
+    ucp_request_free(request);
+    return status;
+}
+
+}
 
 
 void copy_test::SetUp()

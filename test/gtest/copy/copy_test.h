@@ -1,6 +1,7 @@
 /**
  * gpumem tests: what the copy transport's tests share: a fresh emu machine
- * per test and the plugin's device memory calls to check bytes with.
+ * per test, the plugin's device memory calls to check bytes with, and the
+ * wait for a UCP request.
  *
  * See file LICENSE for terms.
  */
@@ -11,8 +12,20 @@
 #include <common/gpumem_test.h>
 
 #include <gpumem/gpumem.h>
+#include <ucp/api/ucp.h>
 
+#include <functional>
 #include <string>
+
+
+namespace gpumem_test {
+
+/* The status of @a request once complete, calling @a progress until then;
+ * UCS_INPROGRESS after a minute */
+ucs_status_t ucp_wait(ucs_status_ptr_t request,
+                      const std::function<void()> &progress);
+
+}
 
 
 /**

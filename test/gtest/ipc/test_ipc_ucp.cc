@@ -16,7 +16,6 @@
 #include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,21 +80,8 @@ struct ucp_process {
     }
 
     ucs_status_t wait(ucs_status_ptr_t request) {
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::seconds(60);
-        ucs_status_t status;
-
-        if (!UCS_PTR_IS_PTR(request)) {
-            return UCS_PTR_STATUS(request);
-        }
-
-        while (((status = ucp_request_check_status(request)) ==
-                UCS_INPROGRESS) &&
-               (std::chrono::steady_clock::now() < deadline)) {
-            ucp_worker_progress(worker);
-        }
-        ucp_request_free(request);
-        return status;
+        return gpumem_test::ucp_wait(request,
+                                     [this]() { ucp_worker_progress(worker); });
     }
 
     /* Both processes close at the same time, each progressing its own
