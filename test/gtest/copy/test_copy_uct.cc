@@ -13,7 +13,6 @@
 extern "C" {
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async_fwd.h>
-#include <ucs/config/parser.h>
 #include <ucs/sys/math.h>
 }
 
@@ -141,17 +140,6 @@ protected:
             found += !strcmp(resources[i].tl_name, COPY_TL);
         }
         uct_release_tl_resource_list(resources);
-        return found;
-    }
-
-    static unsigned count_config_tables() {
-        ucs_config_global_list_entry_t *entry;
-        unsigned found = 0;
-
-        ucs_list_for_each(entry, &ucs_config_global_list, list) {
-            found += (entry->prefix != NULL) &&
-                     (std::string(entry->prefix) == "GPUMEM_COPY_");
-        }
         return found;
     }
 
@@ -379,10 +367,10 @@ TEST_F(copy_uct, registration_follows_the_component) {
     for (int i = 0; i < 2; ++i) {
         ((void (*)(void))unreg)();
         EXPECT_EQ(0u, count_tl_resources());
-        EXPECT_EQ(0u, count_config_tables());
+        EXPECT_EQ(0u, gpumem_test::count_config_tables("GPUMEM_COPY_"));
         EXPECT_EQ(UCS_OK, ((ucs_status_t (*)(void))reg)());
         EXPECT_EQ(1u, count_tl_resources());
-        EXPECT_EQ(1u, count_config_tables());
+        EXPECT_EQ(1u, gpumem_test::count_config_tables("GPUMEM_COPY_"));
     }
 }
 

@@ -16,7 +16,6 @@ extern "C" {
 #include <uct/gpumem/ipc/ipc_key.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/sys/math.h>
-#include <ucs/config/parser.h>
 }
 
 #include <climits>
@@ -235,25 +234,15 @@ TEST_F(ipc_uct, registration_follows_the_component) {
             "uct_gpumem_components_register");
     auto unreg_all = (void (*)(void))gpumem_test::plugin_symbol(
             "uct_gpumem_components_unregister");
-    auto count_tables = []() {
-        ucs_config_global_list_entry_t *entry;
-        unsigned found = 0;
-
-        ucs_list_for_each(entry, &ucs_config_global_list, list) {
-            found += (entry->prefix != NULL) &&
-                     (std::string(entry->prefix) == "GPUMEM_IPC_");
-        }
-        return found;
-    };
 
     ASSERT_TRUE((reg_all != NULL) && (unreg_all != NULL));
     for (int i = 0; i < 2; ++i) {
         unreg_all();
         EXPECT_TRUE(gpumem_test::find_component(IPC_COMPONENT) == NULL);
-        EXPECT_EQ(0u, count_tables());
+        EXPECT_EQ(0u, gpumem_test::count_config_tables("GPUMEM_IPC_"));
         EXPECT_EQ(UCS_OK, reg_all());
         EXPECT_TRUE(gpumem_test::find_component(IPC_COMPONENT) != NULL);
-        EXPECT_EQ(2u, count_tables());
+        EXPECT_EQ(2u, gpumem_test::count_config_tables("GPUMEM_IPC_"));
     }
 }
 
