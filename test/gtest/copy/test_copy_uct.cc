@@ -144,24 +144,10 @@ protected:
     }
 
     ucs_status_t try_open_iface(const char *dev_name, uct_iface_h *iface_p) {
-        uct_iface_config_t *config;
-        uct_iface_params_t params;
         ucs_status_t status;
 
-        status = uct_md_iface_config_read(m_md, COPY_TL, NULL, NULL, &config);
-        EXPECT_EQ(UCS_OK, status);
-        if (status != UCS_OK) {
-            return status;
-        }
-
-        memset(&params, 0, sizeof(params));
-        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                      UCT_IFACE_PARAM_FIELD_DEVICE;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = COPY_TL;
-        params.mode.device.dev_name = dev_name;
-        status = uct_iface_open(m_md, m_worker, &params, config, iface_p);
-        uct_config_release(config);
+        status = gpumem_test::open_device_iface(m_md, m_worker, COPY_TL,
+                                                dev_name, iface_p);
         if (status == UCS_OK) {
             m_ifaces.push_back(*iface_p);
             uct_iface_progress_enable(*iface_p, UCT_PROGRESS_SEND |
