@@ -6,6 +6,10 @@
 
 #include "gpumem_test.h"
 
+extern "C" {
+#include <ucs/config/parser.h>
+}
+
 #include <cstdlib>
 #include <dlfcn.h>
 
@@ -97,6 +101,17 @@ uct_component_h find_component(const std::string &name)
     }
 
     uct_release_component_list(components);
+    return found;
+}
+
+unsigned count_config_tables(const std::string &prefix)
+{
+    ucs_config_global_list_entry_t *entry;
+    unsigned found = 0;
+
+    ucs_list_for_each(entry, &ucs_config_global_list, list) {
+        found += (entry->prefix != NULL) && (prefix == entry->prefix);
+    }
     return found;
 }
 

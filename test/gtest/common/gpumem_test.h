@@ -31,6 +31,10 @@ std::vector<std::string> component_names();
 /* The registered component of that name, or NULL. */
 uct_component_h find_component(const std::string &name);
 
+/* How many tables of settings named @a prefix* are on UCX's global
+ * configuration list, the one ucx_info -c prints. */
+unsigned count_config_tables(const std::string &prefix);
+
 }
 
 #endif

@@ -6,7 +6,58 @@
 
 #include "copy_test.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+
+
+namespace gpumem_test {
+
+ucs_status_t open_device_iface(uct_md_h md, uct_worker_h worker,
+                               const char *tl_name, const char *dev_name,
+                               uct_iface_h *iface_p)
+{
+    uct_iface_config_t *config;
+    uct_iface_params_t params;
+    ucs_status_t status;
+
+    status = uct_md_iface_config_read(md, tl_name, NULL, NULL, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl_name;
+    params.mode.device.dev_name = dev_name;
+    status = uct_iface_open(md, worker, &params, config, iface_p);
+    uct_config_release(config);
+    return status;
+}
+
+ucs_status_t ucp_wait(ucs_status_ptr_t request,
+                      const std::function<void()> &progress)
+{
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(60);
+    ucs_status_t status;
+
+    if (!UCS_PTR_IS_PTR(request)) {
+        return UCS_PTR_STATUS(request);
+    }
+
+    while (((status = ucp_request_check_status(request)) ==
+            UCS_INPROGRESS) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        progress();
+    }
+    ucp_request_free(request);
+    return status;
+}
+
+}
 
 
 void copy_test::SetUp()

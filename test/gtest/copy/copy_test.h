@@ -1,6 +1,7 @@
 /**
  * gpumem tests: what the copy transport's tests share: a fresh emu machine
- * per test and the plugin's device memory calls to check bytes with.
+ * per test, the plugin's device memory calls to check bytes with, an
+ * interface of a transport, and the wait for a UCP request.
  *
  * See file LICENSE for terms.
  */
@@ -11,8 +12,27 @@
 #include <common/gpumem_test.h>
 
 #include <gpumem/gpumem.h>
+#include <uct/api/uct.h>
+#include <ucp/api/ucp.h>
 
+#include <functional>
 #include <string>
+
+
+namespace gpumem_test {
+
+/* An interface of transport @a tl_name on device @a dev_name of @a md, in
+ * the transport's default configuration */
+ucs_status_t open_device_iface(uct_md_h md, uct_worker_h worker,
+                               const char *tl_name, const char *dev_name,
+                               uct_iface_h *iface_p);
+
+/* The status of @a request once complete, calling @a progress until then;
+ * UCS_INPROGRESS after a minute */
+ucs_status_t ucp_wait(ucs_status_ptr_t request,
+                      const std::function<void()> &progress);
+
+}
 
 
 /**

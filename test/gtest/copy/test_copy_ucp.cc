@@ -11,7 +11,6 @@
 
 #include <ucp/api/ucp.h>
 
-#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -121,21 +120,7 @@ protected:
 
     /* The status of @a request once complete, progressing every worker */
     ucs_status_t wait(ucs_status_ptr_t request) {
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::seconds(60);
-        ucs_status_t status;
-
-        if (!UCS_PTR_IS_PTR(request)) {
-            return UCS_PTR_STATUS(request);
-        }
-
-        while (((status = ucp_request_check_status(request)) ==
-                UCS_INPROGRESS) &&
-               (std::chrono::steady_clock::now() < deadline)) {
-            progress();
-        }
-        ucp_request_free(request);
-        return status;
+        return gpumem_test::ucp_wait(request, [this]() { progress(); });
     }
 
     void close_ep(ucp_ep_h ep) {

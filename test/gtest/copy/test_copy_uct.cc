@@ -8,12 +8,11 @@
 
 #include "copy_test.h"
 
-#include <reg/reg_test.h>
+#include <common/log_capture.h>
 
 extern "C" {
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async_fwd.h>
-#include <ucs/config/parser.h>
 #include <ucs/sys/math.h>
 }
 
@@ -144,36 +143,11 @@ protected:
         return found;
     }
 
-    static unsigned count_config_tables() {
-        ucs_config_global_list_entry_t *entry;
-        unsigned found = 0;
-
-        ucs_list_for_each(entry, &ucs_config_global_list, list) {
-            found += (entry->prefix != NULL) &&
-                     (std::string(entry->prefix) == "GPUMEM_COPY_");
-        }
-        return found;
-    }
-
     ucs_status_t try_open_iface(const char *dev_name, uct_iface_h *iface_p) {
-        uct_iface_config_t *config;
-        uct_iface_params_t params;
         ucs_status_t status;
 
-        status = uct_md_iface_config_read(m_md, COPY_TL, NULL, NULL, &config);
-        EXPECT_EQ(UCS_OK, status);
-        if (status != UCS_OK) {
-            return status;
-        }
-
-        memset(&params, 0, sizeof(params));
-        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                      UCT_IFACE_PARAM_FIELD_DEVICE;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = COPY_TL;
-        params.mode.device.dev_name = dev_name;
-        status = uct_iface_open(m_md, m_worker, &params, config, iface_p);
-        uct_config_release(config);
+        status = gpumem_test::open_device_iface(m_md, m_worker, COPY_TL,
+                                                dev_name, iface_p);
         if (status == UCS_OK) {
             m_ifaces.push_back(*iface_p);
             uct_iface_progress_enable(*iface_p, UCT_PROGRESS_SEND |
@@ -379,10 +353,10 @@ TEST_F(copy_uct, registration_follows_the_component) {
     for (int i = 0; i < 2; ++i) {
         ((void (*)(void))unreg)();
         EXPECT_EQ(0u, count_tl_resources());
-        EXPECT_EQ(0u, count_config_tables());
+        EXPECT_EQ(0u, gpumem_test::count_config_tables("GPUMEM_COPY_"));
         EXPECT_EQ(UCS_OK, ((ucs_status_t (*)(void))reg)());
         EXPECT_EQ(1u, count_tl_resources());
-        EXPECT_EQ(1u, count_config_tables());
+        EXPECT_EQ(1u, gpumem_test::count_config_tables("GPUMEM_COPY_"));
     }
 }
 

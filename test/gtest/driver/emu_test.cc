@@ -76,62 +76,6 @@ std::vector<uint8_t> emu_pattern(size_t size, unsigned seed)
 }
 
 
-emu_channel::emu_channel() : m_is_child(false)
-{
-    if ((pipe(m_to_child) != 0) || (pipe(m_to_parent) != 0)) {
-        ADD_FAILURE() << "pipe: " << strerror(errno);
-    }
-}
-
-emu_channel::~emu_channel()
-{
-    for (int fd : {m_to_child[0], m_to_child[1], m_to_parent[0],
-                   m_to_parent[1]}) {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-    }
-}
-
-void emu_channel::parent_side()
-{
-    ::close(m_to_child[0]);
-    ::close(m_to_parent[1]);
-    m_to_child[0] = m_to_parent[1] = -1;
-    m_is_child    = false;
-}
-
-void emu_channel::child_side()
-{
-    ::close(m_to_child[1]);
-    ::close(m_to_parent[0]);
-    m_to_child[1] = m_to_parent[0] = -1;
-    m_is_child    = true;
-}
-
-bool emu_channel::send(const void *buf, size_t length)
-{
-    int fd = m_is_child ? m_to_parent[1] : m_to_child[1];
-
-    return write(fd, buf, length) == (ssize_t)length;
-}
-
-bool emu_channel::recv(void *buf, size_t length)
-{
-    int fd = m_is_child ? m_to_child[0] : m_to_parent[0];
-    size_t done = 0;
-    ssize_t n;
-
-    while (done < length) {
-        n = read(fd, (char*)buf + done, length - done);
-        if (n <= 0) {
-            return false;
-        }
-        done += n;
-    }
-    return true;
-}
-
 }
 
 
@@ -139,7 +83,6 @@ const size_t emu_test::VRAM_SIZE;
 const size_t emu_test::PAGE;
 const size_t emu_test::LARGE_PAGE;
 const size_t emu_test::INLINE_MAX;
-std::vector<std::string> emu_test::s_log;
 
 emu_test::emu_test() : m_topo(NULL), m_driver(NULL)
 {
@@ -194,10 +137,9 @@ void emu_test::SetUp()
 {
     char templ[] = "/dev/shm/gpumem-emu-test.XXXXXX";
 
+    m_log.reset(new gpumem_test::log_capture(UCS_LOG_LEVEL_DIAG));
     ASSERT_TRUE(mkdtemp(templ) != NULL) << strerror(errno);
     m_shm_dir = templ;
-    s_log.clear();
-    ucs_log_push_handler(log_handler);
     ASSERT_EQ(UCS_OK, open_machine(config(), &m_topo, &m_driver));
 }
 
@@ -205,7 +147,7 @@ void emu_test::TearDown()
 {
     close();
     expect_no_log();
-    ucs_log_pop_handler();
+    m_log.reset();
 
     /* Whatever happened, nothing is left in shared memory */
     EXPECT_EQ(std::vector<std::string>(), shm_files());
@@ -307,42 +249,10 @@ int emu_test::wait_child(pid_t pid)
 
 void emu_test::expect_log(const std::string &text)
 {
-    std::vector<std::string>::iterator it;
-
-    for (it = s_log.begin(); it != s_log.end(); ++it) {
-        if (it->find(text) != std::string::npos) {
-            s_log.erase(it);
-            return;
-        }
-    }
-    ADD_FAILURE() << "no log line says '" << text << "'";
+    m_log->expect(text);
 }
 
 void emu_test::expect_no_log()
 {
-    for (const std::string &line : s_log) {
-        ADD_FAILURE() << "unexpected log line: " << line;
-    }
-    s_log.clear();
-}
-
-ucs_log_func_rc_t
-emu_test::log_handler(const char *, unsigned, const char *,
-                      ucs_log_level_t level,
-                      const ucs_log_component_config_t *,
-                      const char *message, va_list ap)
-{
-    char buf[1024];
-
-    if (level > UCS_LOG_LEVEL_DIAG) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    vsnprintf(buf, sizeof(buf), message, ap);
-    if (getenv("GPUMEM_TEST_SHOW_LOG") != NULL) {
-        fprintf(stderr, "[captured %s] %s\n", ucs_log_level_names[level],
-                buf);
-    }
-    s_log.push_back(buf);
-    return UCS_LOG_FUNC_RC_STOP;
+    m_log->expect_none("unexpected log line: ");
 }

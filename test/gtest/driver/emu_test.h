@@ -10,6 +10,7 @@
 #define GPUMEM_EMU_TEST_H_
 
 #include <common/gpumem_test.h>
+#include <common/log_capture.h>
 
 extern "C" {
 #include <uct/gpumem/driver/emu/emu.h>
@@ -17,6 +18,7 @@ extern "C" {
 }
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 #include <sys/types.h>
@@ -51,31 +53,6 @@ void emu_unmap(gpumem_driver_t *driver, unsigned gpu, uint64_t va,
 /* Bytes that tell where they are: byte i of a pattern with @a seed */
 std::vector<uint8_t> emu_pattern(size_t size, unsigned seed);
 
-
-/**
- * Two pipes between a parent and the child it forks.
- */
-class emu_channel {
-public:
-    emu_channel();
-    ~emu_channel();
-
-    /* Each side keeps its ends after the fork */
-    void parent_side();
-    void child_side();
-
-    bool send(const void *buf, size_t length);
-    bool recv(void *buf, size_t length);
-
-    /* One byte each way, for "done" */
-    bool signal() { char c = 1; return send(&c, 1); }
-    bool wait()   { char c; return recv(&c, 1); }
-
-private:
-    int  m_to_child[2];
-    int  m_to_parent[2];
-    bool m_is_child;
-};
 
 }
 
@@ -134,13 +111,7 @@ protected:
     gpumem_driver_t *m_driver;
 
 private:
-    static ucs_log_func_rc_t
-    log_handler(const char *file, unsigned line, const char *function,
-                ucs_log_level_t level,
-                const ucs_log_component_config_t *comp_conf,
-                const char *message, va_list ap);
-
-    static std::vector<std::string> s_log;
+    std::unique_ptr<gpumem_test::log_capture> m_log;
 };
 
 #endif

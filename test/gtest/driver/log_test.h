@@ -8,13 +8,10 @@
 #define GPUMEM_LOG_TEST_H_
 
 #include <common/gpumem_test.h>
+#include <common/log_capture.h>
 
-extern "C" {
-#include <ucs/debug/log_def.h>
-}
-
+#include <memory>
 #include <string>
-#include <vector>
 
 
 /**
@@ -29,13 +26,7 @@ protected:
     void expect_log(const std::string &text);
 
 private:
-    static ucs_log_func_rc_t
-    log_handler(const char *file, unsigned line, const char *function,
-                ucs_log_level_t level,
-                const ucs_log_component_config_t *comp_conf,
-                const char *message, va_list ap);
-
-    static std::vector<std::string> s_log;
+    std::unique_ptr<gpumem_test::log_capture> m_log;
 };
 
 

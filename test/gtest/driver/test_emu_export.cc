@@ -7,6 +7,8 @@
 
 #include "emu_test.h"
 
+#include <common/channel.h>
+
 #include <string.h>
 #include <unistd.h>
 
@@ -64,7 +66,7 @@ protected:
 
     /* In a child: receives a handle and imports it into GPU 0 */
     static int child_import(gpumem_driver_t *driver,
-                            gpumem_test::emu_channel &channel,
+                            gpumem_test::channel &channel,
                             gpumem_driver_mem_t **mem_p) {
         uint8_t handle[GPUMEM_DRIVER_EXPORT_MAX];
         size_t length;
@@ -78,7 +80,7 @@ protected:
         return 0;
     }
 
-    void send_handle(gpumem_test::emu_channel &channel, const handle_t &h) {
+    void send_handle(gpumem_test::channel &channel, const handle_t &h) {
         size_t length = h.size();
 
         ASSERT_TRUE(channel.send(&length, sizeof(length)));
@@ -106,7 +108,7 @@ TEST_F(emu_export, peer_process_sees_the_same_bytes)
     gpumem_driver_mem_t *mem     = alloc(0, size);
     uint64_t va                  = map(0, mem);
     std::vector<uint8_t> read(size);
-    gpumem_test::emu_channel channel;
+    gpumem_test::channel channel;
     pid_t pid;
 
     write(0, va, mine);
@@ -159,7 +161,7 @@ TEST_F(emu_export, owner_free_keeps_memory_for_the_importer)
     std::vector<uint8_t> mine = gpumem_test::emu_pattern(size, 3);
     gpumem_driver_mem_t *mem  = alloc(0, size, LARGE_PAGE);
     uint64_t va               = map(0, mem);
-    gpumem_test::emu_channel channel;
+    gpumem_test::channel channel;
     gpumem_driver_mem_t *other;
     pid_t pid;
 

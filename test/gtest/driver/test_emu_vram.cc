@@ -7,6 +7,8 @@
 
 #include "emu_test.h"
 
+#include <common/channel.h>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -36,7 +38,7 @@ protected:
 
     /* In a child: opens the machine, takes all of GPU 0's VRAM, says so,
      * and then frees it, or dies holding it */
-    int child_fill(gpumem_test::emu_channel &channel, bool crash) {
+    int child_fill(gpumem_test::channel &channel, bool crash) {
         gpumem_driver_mem_t *mem;
         gpumem_driver_t *driver;
         gpumem_topo_t *topo;
@@ -193,7 +195,7 @@ TEST_F(emu_vram, injected_no_room_and_kernel_refusal_fail_one_allocation)
 
 TEST_F(emu_vram, capacity_is_shared_across_processes)
 {
-    gpumem_test::emu_channel channel;
+    gpumem_test::channel channel;
     gpumem_driver_mem_t *mem;
     pid_t pid;
 
@@ -219,7 +221,7 @@ TEST_F(emu_vram, capacity_is_shared_across_processes)
 
 TEST_F(emu_vram, dead_process_gives_its_vram_back)
 {
-    gpumem_test::emu_channel channel;
+    gpumem_test::channel channel;
     gpumem_driver_mem_t *mem;
     pid_t pid;
 

@@ -6,12 +6,7 @@
 
 #include "ib_test.h"
 
-extern "C" {
-#include <ucs/config/global_opts.h>
-}
-
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -141,6 +136,14 @@ ucs_status_t ib_md_test::reg_memory(const gpumem_reg_params_t &params,
     return (func == NULL) ? UCS_ERR_NO_ELEM : func(m_md, &params, memh_p);
 }
 
+void ib_md_test::find_device_calls()
+{
+    m_malloc = (malloc_func_t)plugin_symbol("gpumem_device_malloc");
+    m_free   = (free_func_t)plugin_symbol("gpumem_device_free");
+    m_memcpy = (memcpy_func_t)plugin_symbol("gpumem_device_memcpy");
+    ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) && (m_memcpy != NULL));
+}
+
 
 driver_without_dmabuf::driver_without_dmabuf(uct_gpumem_context_t *context) :
     m_driver(context->driver), m_saved(context->driver->ops),
@@ -170,70 +173,6 @@ bool udmabuf_usable(std::string *why_p)
         return false;
     }
     return true;
-}
-
-
-debug_log *debug_log::s_current = NULL;
-
-debug_log::debug_log() :
-    m_saved_level(ucs_global_opts.log_component.log_level)
-{
-    s_current                               = this;
-    ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_DEBUG;
-    ucs_log_push_handler(handler);
-}
-
-debug_log::~debug_log()
-{
-    ucs_log_pop_handler();
-    ucs_global_opts.log_component.log_level = m_saved_level;
-    s_current                               = NULL;
-}
-
-ucs_log_func_rc_t
-debug_log::handler(const char *, unsigned, const char *,
-                   ucs_log_level_t level, const ucs_log_component_config_t *,
-                   const char *message, va_list ap)
-{
-    char buf[2048];
-
-    if (s_current == NULL) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    vsnprintf(buf, sizeof(buf), message, ap);
-    s_current->m_lines.push_back(buf);
-    if (getenv("GPUMEM_TEST_SHOW_LOG") != NULL) {
-        fprintf(stderr, "[captured %s] %s\n", ucs_log_level_names[level],
-                buf);
-    }
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
-size_t debug_log::count(const std::vector<std::string> &words) const
-{
-    size_t n = 0;
-
-    for (const std::string &line : m_lines) {
-        size_t found = 0;
-        for (const std::string &word : words) {
-            found += (line.find(word) != std::string::npos) ? 1 : 0;
-        }
-        n += (found == words.size()) ? 1 : 0;
-    }
-    return n;
-}
-
-std::string debug_log::text() const
-{
-    std::string all;
-
-    for (const std::string &line : m_lines) {
-        if (line.find("gpumem") != std::string::npos) {
-            all += line + "\n";
-        }
-    }
-    return all.empty() ? "(no gpumem log line)\n" : all;
 }
 
 

@@ -2,7 +2,7 @@
  * gpumem tests: fixtures of the tests on a real RDMA device: the gpumem_ib
  * memory domain of the device under test, a dma-buf made by udmabuf, and a
  * pair of RC queue pairs connected to each other on that device; and for
- * device memory, a driver without dma-bufs and the debug log.
+ * device memory, a driver without dma-bufs.
  *
  * The device is $UCX_GPUMEM_IB_TEST_DEVICE, else the first one verbs lists;
  * without any, the tests skip. On RoCE (soft-RoCE included) the queue pairs
@@ -22,6 +22,8 @@
 
 #include <common/gpumem_test.h>
 #include <reg/reg_test.h>
+
+#include <gpumem/gpumem.h>
 
 extern "C" {
 #include <uct/gpumem/ib/ib_md.h>
@@ -51,6 +53,10 @@ void emu_env_unset(const std::string &shm_dir);
  */
 class ib_md_test : public testing::Test {
 protected:
+    typedef gpumem_result_t (*malloc_func_t)(void**, size_t);
+    typedef gpumem_result_t (*free_func_t)(void*);
+    typedef gpumem_result_t (*memcpy_func_t)(void*, const void*, size_t);
+
     virtual void SetUp();
     virtual void TearDown();
 
@@ -70,11 +76,18 @@ protected:
         return uct_md_mem_reg(m_md, address, length, flags, memh_p);
     }
 
+    /* The plugin's device memory calls, into m_malloc, m_free and
+     * m_memcpy: its GPUs are the ones its domains use */
+    void find_device_calls();
+
     std::string     m_device;
     std::string     m_shm_dir;
     uct_component_h m_component = NULL;
     uct_md_config_t *m_config   = NULL;
     uct_md_h        m_md        = NULL;
+    malloc_func_t   m_malloc    = NULL;
+    free_func_t     m_free      = NULL;
+    memcpy_func_t   m_memcpy    = NULL;
 };
 
 
@@ -100,34 +113,6 @@ private:
 /* Whether this process can make dma-bufs with /dev/udmabuf (root only in
  * the VM); otherwise @a why_p says why not */
 bool udmabuf_usable(std::string *why_p);
-
-
-/**
- * While alive, logs at debug level, and keeps the log lines of every level
- * off the terminal (GPUMEM_TEST_SHOW_LOG=1 shows them as well).
- */
-class debug_log {
-public:
-    debug_log();
-    ~debug_log();
-
-    /* How many lines contain every one of @a words. */
-    size_t count(const std::vector<std::string> &words) const;
-
-    /* All lines, for a failure message. */
-    std::string text() const;
-
-private:
-    static ucs_log_func_rc_t handler(const char *file, unsigned line,
-                                     const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *conf,
-                                     const char *message, va_list ap);
-
-    static debug_log         *s_current;
-    ucs_log_level_t          m_saved_level;
-    std::vector<std::string> m_lines;
-};
 
 
 /**

@@ -8,6 +8,8 @@
 
 #include "ib_test.h"
 
+#include <common/log_capture.h>
+
 extern "C" {
 #include <uct/gpumem/gpumem_md.h>
 }

@@ -9,13 +9,14 @@
 
 #include "ib_test.h"
 
+#include <common/log_capture.h>
+
 #include <gpumem/gpumem.h>
 
 #include <cstring>
 #include <memory>
 #include <vector>
 
-using gpumem_test::debug_log;
 using gpumem_test::log_capture;
 
 
@@ -23,25 +24,13 @@ class ib_device_rdma : public gpumem_test::ib_md_test {
 protected:
     static constexpr size_t length = 65536;
 
-    typedef gpumem_result_t (*malloc_func_t)(void**, size_t);
-    typedef gpumem_result_t (*free_func_t)(void*);
-    typedef gpumem_result_t (*memcpy_func_t)(void*, const void*, size_t);
-
     virtual void SetUp() {
         gpumem_test::ib_md_test::SetUp();
         if (IsSkipped() || HasFatalFailure()) {
             return;
         }
 
-        /* The plugin's calls: its GPUs are the ones its domains use */
-        m_malloc = (malloc_func_t)gpumem_test::plugin_symbol(
-                "gpumem_device_malloc");
-        m_free   = (free_func_t)gpumem_test::plugin_symbol(
-                "gpumem_device_free");
-        m_memcpy = (memcpy_func_t)gpumem_test::plugin_symbol(
-                "gpumem_device_memcpy");
-        ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) &&
-                    (m_memcpy != NULL));
+        ASSERT_NO_FATAL_FAILURE(find_device_calls());
 
         m_source.resize(length);
         for (size_t i = 0; i < length; ++i) {
@@ -93,12 +82,12 @@ protected:
     void register_through(void *device, const std::vector<std::string> &words,
                           uct_mem_h *memh_p) {
         std::vector<std::string> line = {m_device, "bytes of device memory"};
-        debug_log log;
+        log_capture log(UCS_LOG_LEVEL_DEBUG, log_capture::LEVEL_RAISED);
 
         line.insert(line.end(), words.begin(), words.end());
         ASSERT_EQ(UCS_OK, mem_reg(device, length, UCT_MD_MEM_ACCESS_ALL,
                                   memh_p));
-        EXPECT_EQ(1u, log.count(line)) << log.text();
+        EXPECT_EQ(1u, log.count(line)) << log.text("gpumem");
         m_fallback_said = log.count({m_device, "refuses to register dma-bufs",
                                      "host pages"});
     }
@@ -151,9 +140,6 @@ protected:
     }
 
     std::unique_ptr<gpumem_test::loopback_qps> m_qps;
-    malloc_func_t        m_malloc        = NULL;
-    free_func_t          m_free          = NULL;
-    memcpy_func_t        m_memcpy        = NULL;
     std::vector<uint8_t> m_source;
     uct_mem_h            m_source_memh   = NULL;
     std::vector<void*>   m_devices;

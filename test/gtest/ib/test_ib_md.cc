@@ -8,6 +8,8 @@
 
 #include "ib_test.h"
 
+#include <common/log_capture.h>
+
 #include <cerrno>
 #include <cstring>
 #include <linux/capability.h>

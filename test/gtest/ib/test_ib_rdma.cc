@@ -8,6 +8,8 @@
 
 #include "ib_test.h"
 
+#include <common/log_capture.h>
+
 #include <cstring>
 #include <sys/mman.h>
 

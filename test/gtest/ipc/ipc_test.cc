@@ -6,111 +6,12 @@
 
 #include "ipc_test.h"
 
-extern "C" {
-#include <ucs/config/global_opts.h>
-}
-
 #include <cstring>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 
 namespace gpumem_test {
-
-diag_capture::diag_capture() :
-    m_saved_level(ucs_global_opts.log_component.log_level)
-{
-    if (m_saved_level < UCS_LOG_LEVEL_DIAG) {
-        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_DIAG;
-    }
-    ucs_log_push_handler(promote);
-}
-
-diag_capture::~diag_capture()
-{
-    ucs_log_pop_handler();
-    ucs_global_opts.log_component.log_level = m_saved_level;
-}
-
-/* The last handler pushed is called first: a diagnostic line comes here,
- * goes again through the handlers as a warning, and log_capture keeps it */
-ucs_log_func_rc_t
-diag_capture::promote(const char *file, unsigned line, const char *function,
-                      ucs_log_level_t level,
-                      const ucs_log_component_config_t *conf,
-                      const char *message, va_list ap)
-{
-    char buf[2048];
-
-    if ((level <= UCS_LOG_LEVEL_WARN) || (level > UCS_LOG_LEVEL_DIAG)) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    vsnprintf(buf, sizeof(buf), message, ap);
-    ucs_log_dispatch(file, line, function, UCS_LOG_LEVEL_WARN,
-                     (ucs_log_component_config_t*)conf, "%s", buf);
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
-
-channel::channel() : m_is_child(false)
-{
-    EXPECT_EQ(0, pipe(m_to_child));
-    EXPECT_EQ(0, pipe(m_to_parent));
-}
-
-channel::~channel()
-{
-    for (int fd : {m_to_child[0], m_to_child[1], m_to_parent[0],
-                   m_to_parent[1]}) {
-        close(fd);
-    }
-}
-
-void channel::send(const std::string &message)
-{
-    int fd        = m_is_child ? m_to_parent[1] : m_to_child[1];
-    size_t length = message.size();
-
-    ASSERT_EQ((ssize_t)sizeof(length), write(fd, &length, sizeof(length)));
-    ASSERT_EQ((ssize_t)length, write(fd, message.data(), length));
-}
-
-bool channel::pending()
-{
-    struct pollfd pfd;
-
-    pfd.fd      = m_is_child ? m_to_child[0] : m_to_parent[0];
-    pfd.events  = POLLIN;
-    pfd.revents = 0;
-    return poll(&pfd, 1, 0) > 0;
-}
-
-std::string channel::recv()
-{
-    int fd = m_is_child ? m_to_child[0] : m_to_parent[0];
-    size_t length, done = 0;
-    std::string message;
-    ssize_t ret;
-
-    if (read(fd, &length, sizeof(length)) != (ssize_t)sizeof(length)) {
-        ADD_FAILURE() << "the other process closed the channel";
-        return "";
-    }
-
-    message.resize(length);
-    while (done < length) {
-        ret = read(fd, &message[done], length - done);
-        if (ret <= 0) {
-            ADD_FAILURE() << "the other process closed the channel";
-            return "";
-        }
-        done += ret;
-    }
-    return message;
-}
-
 
 counted_comp::counted_comp() : calls(0), status(UCS_INPROGRESS)
 {
@@ -164,24 +65,8 @@ void ipc_test::open_uct()
 ucs_status_t ipc_test::try_open_iface(const char *dev_name,
                                       uct_iface_h *iface_p)
 {
-    uct_iface_config_t *config;
-    uct_iface_params_t params;
-    ucs_status_t status;
-
-    status = uct_md_iface_config_read(m_md, IPC_TL, NULL, NULL, &config);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = IPC_TL;
-    params.mode.device.dev_name = dev_name;
-    status = uct_iface_open(m_md, m_worker, &params, config, iface_p);
-    uct_config_release(config);
-    return status;
+    return gpumem_test::open_device_iface(m_md, m_worker, IPC_TL, dev_name,
+                                          iface_p);
 }
 
 void ipc_test::close_uct()

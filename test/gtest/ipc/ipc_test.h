@@ -1,8 +1,7 @@
 /**
  * gpumem tests: what the IPC transport's tests share: the gpumem_ipc domain,
  * an interface and endpoints through the public UCT API, keys, the
- * transport's statistics, log lines of diagnostic level, and peer
- * processes.
+ * transport's statistics, and peer processes.
  *
  * See file LICENSE for terms.
  */
@@ -11,7 +10,6 @@
 #define GPUMEM_IPC_TEST_H_
 
 #include <copy/copy_test.h>
-#include <reg/reg_test.h>
 
 extern "C" {
 #include <uct/gpumem/ipc/ipc_cache.h>
@@ -29,56 +27,6 @@ extern "C" {
 
 
 namespace gpumem_test {
-
-/**
- * A log_capture that also takes the lines of diagnostic level (the level of
- * the transport's refusals), the log level raised to diagnostic while it
- * lives so that they are written at all.
- */
-class diag_capture : public log_capture {
-public:
-    diag_capture();
-    ~diag_capture();
-
-    size_t size() const { return lines().size(); }
-
-private:
-    /* Hands a diagnostic line on to log_capture as a warning */
-    static ucs_log_func_rc_t promote(const char *file, unsigned line,
-                                     const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *conf,
-                                     const char *message, va_list ap);
-
-    ucs_log_level_t m_saved_level;
-};
-
-
-/**
- * Both ends of two pipes, for a parent and the child it forks to exchange
- * addresses and keys.
- */
-class channel {
-public:
-    channel();
-    ~channel();
-
-    /* Called by the child once forked: from then on each end writes to the
-     * other */
-    void child_side() { m_is_child = true; }
-
-    void send(const std::string &message);
-    std::string recv();
-
-    /* Whether a message from the other process waits to be received */
-    bool pending();
-
-private:
-    int  m_to_child[2];
-    int  m_to_parent[2];
-    bool m_is_child;
-};
-
 
 /* A completion that counts its calls */
 struct counted_comp {

@@ -10,17 +10,19 @@
 
 #include "ipc_test.h"
 
+#include <common/channel.h>
+#include <common/log_capture.h>
+
 #include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 
 using gpumem_test::channel;
-using gpumem_test::diag_capture;
+using gpumem_test::log_capture;
 
 
 namespace {
@@ -78,21 +80,8 @@ struct ucp_process {
     }
 
     ucs_status_t wait(ucs_status_ptr_t request) {
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::seconds(60);
-        ucs_status_t status;
-
-        if (!UCS_PTR_IS_PTR(request)) {
-            return UCS_PTR_STATUS(request);
-        }
-
-        while (((status = ucp_request_check_status(request)) ==
-                UCS_INPROGRESS) &&
-               (std::chrono::steady_clock::now() < deadline)) {
-            ucp_worker_progress(worker);
-        }
-        ucp_request_free(request);
-        return status;
+        return gpumem_test::ucp_wait(request,
+                                     [this]() { ucp_worker_progress(worker); });
     }
 
     /* Both processes close at the same time, each progressing its own
@@ -265,7 +254,7 @@ protected:
 TEST_P(ipc_ucp_unreachable, tag_between_gpus_that_do_not_reach_is_staged) {
     const std::vector<size_t> sizes = {8, 100000, (4 << 20) + 3};
     uint64_t receiver_bytes, sender_bytes;
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
     exchange(sizes, &receiver_bytes, &sender_bytes);
     EXPECT_EQ(0u, receiver_bytes + sender_bytes);

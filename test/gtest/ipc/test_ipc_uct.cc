@@ -9,11 +9,13 @@
 
 #include "ipc_test.h"
 
+#include <common/channel.h>
+#include <common/log_capture.h>
+
 extern "C" {
 #include <uct/gpumem/ipc/ipc_key.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/sys/math.h>
-#include <ucs/config/parser.h>
 }
 
 #include <climits>
@@ -25,7 +27,7 @@ extern "C" {
 
 using gpumem_test::channel;
 using gpumem_test::counted_comp;
-using gpumem_test::diag_capture;
+using gpumem_test::log_capture;
 
 
 /* Offsets in a packed key of the fields the tests break byte by byte */
@@ -232,25 +234,15 @@ TEST_F(ipc_uct, registration_follows_the_component) {
             "uct_gpumem_components_register");
     auto unreg_all = (void (*)(void))gpumem_test::plugin_symbol(
             "uct_gpumem_components_unregister");
-    auto count_tables = []() {
-        ucs_config_global_list_entry_t *entry;
-        unsigned found = 0;
-
-        ucs_list_for_each(entry, &ucs_config_global_list, list) {
-            found += (entry->prefix != NULL) &&
-                     (std::string(entry->prefix) == "GPUMEM_IPC_");
-        }
-        return found;
-    };
 
     ASSERT_TRUE((reg_all != NULL) && (unreg_all != NULL));
     for (int i = 0; i < 2; ++i) {
         unreg_all();
         EXPECT_TRUE(gpumem_test::find_component(IPC_COMPONENT) == NULL);
-        EXPECT_EQ(0u, count_tables());
+        EXPECT_EQ(0u, gpumem_test::count_config_tables("GPUMEM_IPC_"));
         EXPECT_EQ(UCS_OK, reg_all());
         EXPECT_TRUE(gpumem_test::find_component(IPC_COMPONENT) != NULL);
-        EXPECT_EQ(2u, count_tables());
+        EXPECT_EQ(2u, gpumem_test::count_config_tables("GPUMEM_IPC_"));
     }
 }
 
@@ -338,7 +330,7 @@ TEST_F(ipc_uct, process_is_not_reachable_to_itself_but_connects) {
 }
 
 TEST_F(ipc_uct, iface_opens_only_on_its_device) {
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
     uct_iface_h iface;
 
     open_uct();
@@ -376,7 +368,7 @@ TEST_F(ipc_uct, packed_key_carries_owner_allocation_and_range) {
 
 TEST_F(ipc_uct, registration_of_what_is_not_one_device_allocation_fails) {
     std::string host(4096, 'h');
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
     uct_mem_h memh;
     char *dev;
 
@@ -459,7 +451,7 @@ TEST_F(ipc_uct, bad_keys_are_refused_with_a_reason_and_map_nothing) {
 
     before = stats();
     for (const bad_key &b : bad) {
-        diag_capture log;
+        log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
         SCOPED_TRACE(b.what);
         ASSERT_EQ(good.size(), b.packed.size());
@@ -472,7 +464,7 @@ TEST_F(ipc_uct, bad_keys_are_refused_with_a_reason_and_map_nothing) {
 
     /* The decoder itself, of a key shorter or longer than a key */
     {
-        diag_capture log;
+        log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_gpumem_ipc_key_unpack(good.data(), good.size() - 1,
@@ -503,7 +495,7 @@ TEST_F(ipc_uct, key_decoder_refuses_or_repacks_every_damaged_key) {
     buffer = register_buffer(65536, 1);
     ASSERT_TRUE(buffer.memh != NULL);
     {
-        diag_capture quiet;
+        log_capture quiet(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
         for (int i = 0; i < 20000; ++i) {
             damaged = buffer.packed;
@@ -535,7 +527,7 @@ TEST_F(ipc_uct, key_decoder_refuses_or_repacks_every_damaged_key) {
 TEST_F(ipc_uct, key_of_a_gpu_that_is_not_reached_is_unreachable_logged_once) {
     remote_buffer buffer;
     uct_rkey_bundle_t rkey;
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
     setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
            "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
@@ -807,7 +799,7 @@ TEST_F(ipc_uct, put_get_bcopy_move_host_bytes_to_and_from_device_memory) {
     }
 
     {
-        diag_capture log;
+        log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
 
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_ep_get_bcopy(m_ep, bcopy_unpack, &arg,
@@ -823,7 +815,7 @@ TEST_F(ipc_uct, zcopy_outside_the_keys_range_is_refused) {
     uct_rkey_bundle_t rkey;
     std::string host(64, 'h');
     counted_comp comp;
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
     uct_mem_h part;
     char *local;
 
@@ -1112,7 +1104,7 @@ TEST_F(ipc_uct, peer_whose_gpu_is_not_reached_is_refused_and_logged_once) {
     pid_t pid;
 
     pid = fork_peer_on_gpu(chan, 2, &dev_addr, &iface_addr);
-    diag_capture log;
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
     uct_ep_h ep;
 
     for (int i = 0; i < 3; ++i) {

@@ -6,6 +6,8 @@
 
 #include "mem_test.h"
 
+#include <common/channel.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,17 +29,14 @@ protected:
  * the same bytes, and the owner's free while the peer maps keeps them */
 TEST_F(mem_export, peer_process_maps_the_memory_and_outlives_the_owners_free) {
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
-    int to_child[2], to_parent[2];
+    gpumem_test::channel chan;
     std::string handle;
-    char token;
     int status;
     pid_t pid;
 
     ASSERT_TRUE(owned != NULL);
     write_dev(0, gpumem_region_address(owned) + 5000, "from the owner");
     handle = export_of(owned);
-    ASSERT_EQ(0, pipe(to_child));
-    ASSERT_EQ(0, pipe(to_parent));
 
     pid = fork();
     ASSERT_GE(pid, 0);
@@ -45,6 +44,7 @@ TEST_F(mem_export, peer_process_maps_the_memory_and_outlives_the_owners_free) {
         gpumem_region_t *peer;
         int ok;
 
+        chan.child_side();
         m_gpus.clear();
         m_driver = NULL;
         m_topo   = NULL;
@@ -54,8 +54,8 @@ TEST_F(mem_export, peer_process_maps_the_memory_and_outlives_the_owners_free) {
              (read_dev(1, gpumem_region_address(peer) + 5000, 14) ==
               "from the owner");
         write_dev(1, gpumem_region_address(peer), "from the peer");
-        ok &= (write(to_parent[1], "r", 1) == 1);
-        ok &= (read(to_child[0], &token, 1) == 1);   /* the owner freed */
+        ok &= chan.signal();
+        ok &= chan.wait();   /* the owner freed */
         ok &= (read_dev(1, gpumem_region_address(peer) + 5000, 14) ==
                "from the owner");
         ok &= (gpumem_free(gpu(1), peer) == UCS_OK);
@@ -63,17 +63,14 @@ TEST_F(mem_export, peer_process_maps_the_memory_and_outlives_the_owners_free) {
         _exit(ok ? 0 : 3);
     }
 
-    ASSERT_EQ(1, read(to_parent[0], &token, 1));
+    ASSERT_TRUE(chan.wait());
     EXPECT_EQ("from the peer", read_dev(0, gpumem_region_address(owned), 13));
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
-    ASSERT_EQ(1, write(to_child[1], "f", 1));
+    ASSERT_TRUE(chan.signal());
 
     ASSERT_EQ(pid, waitpid(pid, &status, 0));
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(0, WEXITSTATUS(status));
-    for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) {
-        close(fd);
-    }
 }
 
 TEST_F(mem_export, importing_the_same_memory_again_shares_one_mapping) {

@@ -7,7 +7,7 @@
 
 #include "mem_test.h"
 
-#include <reg/reg_test.h>
+#include <common/log_capture.h>
 
 using gpumem_test::log_capture;
 

@@ -5,7 +5,9 @@
  * See file LICENSE for terms.
  */
 
-#include <reg/reg_test.h>
+#include <common/log_capture.h>
+
+#include <gtest/gtest.h>
 
 extern "C" {
 #include <uct/gpumem/rc/rc_addr.h>

@@ -11,6 +11,8 @@
 
 #include <ib/ib_test.h>
 
+#include <common/log_capture.h>
+
 #include <gpumem/gpumem.h>
 
 extern "C" {
@@ -41,24 +43,13 @@ struct rc_buffer {
 
 class rc_uct : public gpumem_test::ib_md_test {
 public:
-    typedef gpumem_result_t (*malloc_func_t)(void**, size_t);
-    typedef gpumem_result_t (*free_func_t)(void*);
-    typedef gpumem_result_t (*memcpy_func_t)(void*, const void*, size_t);
-
     virtual void SetUp() {
         gpumem_test::ib_md_test::SetUp();
         if (IsSkipped() || HasFatalFailure()) {
             return;
         }
 
-        m_malloc = (malloc_func_t)gpumem_test::plugin_symbol(
-                "gpumem_device_malloc");
-        m_free   = (free_func_t)gpumem_test::plugin_symbol(
-                "gpumem_device_free");
-        m_memcpy = (memcpy_func_t)gpumem_test::plugin_symbol(
-                "gpumem_device_memcpy");
-        ASSERT_TRUE((m_malloc != NULL) && (m_free != NULL) &&
-                    (m_memcpy != NULL));
+        ASSERT_NO_FATAL_FAILURE(find_device_calls());
 
         ASSERT_EQ(UCS_OK, ucs_async_context_create(
                 UCS_ASYNC_MODE_THREAD_SPINLOCK, &m_async));
@@ -367,9 +358,6 @@ public:
         return UCS_OK;
     }
 
-    malloc_func_t      m_malloc       = NULL;
-    free_func_t        m_free         = NULL;
-    memcpy_func_t      m_memcpy       = NULL;
     ucs_async_context_t *m_async      = NULL;
     uct_worker_h       m_worker       = NULL;
     uct_iface_config_t *m_iface_config = NULL;

@@ -6,72 +6,15 @@
 
 #include "reg_test.h"
 
-#include <cstdio>
-#include <cstdlib>
+extern "C" {
+#include <ucs/debug/log_def.h>
+}
+
 #include <cstring>
 #include <errno.h>
 
 
 namespace gpumem_test {
-
-log_capture *log_capture::s_current = NULL;
-
-log_capture::log_capture()
-{
-    s_current = this;
-    ucs_log_push_handler(handler);
-}
-
-log_capture::~log_capture()
-{
-    ucs_log_pop_handler();
-    s_current = NULL;
-}
-
-ucs_log_func_rc_t
-log_capture::handler(const char *, unsigned, const char *,
-                     ucs_log_level_t level, const ucs_log_component_config_t *,
-                     const char *message, va_list ap)
-{
-    char buf[2048];
-
-    if ((s_current == NULL) || (level > UCS_LOG_LEVEL_WARN)) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    vsnprintf(buf, sizeof(buf), message, ap);
-    s_current->m_lines.push_back(buf);
-    if (getenv("GPUMEM_TEST_SHOW_LOG") != NULL) {
-        fprintf(stderr, "[captured %s] %s\n", ucs_log_level_names[level],
-                buf);
-    }
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
-size_t log_capture::count(const std::vector<std::string> &words) const
-{
-    size_t n = 0;
-
-    for (const std::string &line : m_lines) {
-        bool all = true;
-        for (const std::string &word : words) {
-            all = all && (line.find(word) != std::string::npos);
-        }
-        n += all ? 1 : 0;
-    }
-    return n;
-}
-
-std::string log_capture::text() const
-{
-    std::string all;
-
-    for (const std::string &line : m_lines) {
-        all += line + "\n";
-    }
-    return all.empty() ? "(no log line)\n" : all;
-}
-
 
 const gpumem_reg_ops_t table_driver::ops = {
     table_driver::mr_register,

@@ -1,6 +1,6 @@
 /**
- * gpumem tests: helpers of the registration tests: the log lines a call
- * writes, and a driver that keeps its registrations in a table.
+ * gpumem tests: helpers of the registration tests: a driver that keeps its
+ * registrations in a table, and parameters to register bytes.
  *
  * See file LICENSE for terms.
  */
@@ -12,44 +12,12 @@
 
 extern "C" {
 #include <uct/gpumem/reg/reg.h>
-#include <ucs/debug/log_def.h>
 }
 
 #include <map>
-#include <string>
-#include <vector>
 
 
 namespace gpumem_test {
-
-/**
- * While alive, takes the log lines of level warning and above off the
- * terminal and keeps them (GPUMEM_TEST_SHOW_LOG=1 shows them as well).
- */
-class log_capture {
-public:
-    log_capture();
-    ~log_capture();
-
-    const std::vector<std::string> &lines() const { return m_lines; }
-
-    /* How many lines contain every one of @a words. */
-    size_t count(const std::vector<std::string> &words) const;
-
-    /* All lines, one per line, for a failure message. */
-    std::string text() const;
-
-private:
-    static ucs_log_func_rc_t handler(const char *file, unsigned line,
-                                     const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *conf,
-                                     const char *message, va_list ap);
-
-    static log_capture        *s_current;
-    std::vector<std::string>  m_lines;
-};
-
 
 /**
  * A driver below a registration domain that registers nothing with any

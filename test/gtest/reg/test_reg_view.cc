@@ -7,6 +7,8 @@
 
 #include "reg_test.h"
 
+#include <common/log_capture.h>
+
 #include <cstdint>
 #include <cstring>
 #include <errno.h>

@@ -5,22 +5,23 @@
  * See file LICENSE for terms.
  */
 
+#include <common/log_capture.h>
+
 #include <gtest/gtest.h>
 
 extern "C" {
 #include <uct/gpumem/topo/topo_facts.h>
 #include <uct/gpumem/topo/topo_sysfs.h>
-#include <ucs/debug/log.h>
 }
 
 #include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,13 +35,12 @@ protected:
         ASSERT_TRUE(mkdtemp(templ) != NULL);
         m_dir  = templ;
         m_path = m_dir + "/facts";
-        m_errors.clear();
-        ucs_log_push_handler(capture_error);
+        m_errors.reset(new gpumem_test::log_capture(UCS_LOG_LEVEL_ERROR));
         m_topo = make_topo();
     }
 
     virtual void TearDown() {
-        ucs_log_pop_handler();
+        m_errors.reset();
         free_topo(m_topo);
         if (!m_dir.empty()) {
             nftw(m_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -50,21 +50,6 @@ protected:
     static int remove_entry(const char *path, const struct stat *,
                             int, struct FTW *) {
         return remove(path);
-    }
-
-    /* Errors are kept for the tests to read, and not printed */
-    static ucs_log_func_rc_t
-    capture_error(const char *, unsigned, const char *, ucs_log_level_t level,
-                  const ucs_log_component_config_t *, const char *message,
-                  va_list ap) {
-        char buf[1024];
-
-        if (level > UCS_LOG_LEVEL_ERROR) {
-            return UCS_LOG_FUNC_RC_CONTINUE;
-        }
-        vsnprintf(buf, sizeof(buf), message, ap);
-        m_errors.push_back(buf);
-        return UCS_LOG_FUNC_RC_STOP;
     }
 
     static gpumem_pci_addr_t pci(uint16_t domain, uint8_t bus, uint8_t dev,
@@ -191,22 +176,16 @@ protected:
     }
 
     /* Whether any error logged so far contains @a text */
-    static bool logged(const std::string &text) {
-        for (const std::string &error : m_errors) {
-            if (error.find(text) != std::string::npos) {
-                return true;
-            }
-        }
-        return false;
+    bool logged(const std::string &text) const {
+        return m_errors->count({text}) > 0;
     }
 
-    static std::vector<std::string> m_errors;
-    std::string                     m_dir;
-    std::string                     m_path;
-    gpumem_topo_t                   *m_topo = NULL;
+    /* Errors are kept for the tests to read, and not printed */
+    std::unique_ptr<gpumem_test::log_capture> m_errors;
+    std::string                               m_dir;
+    std::string                               m_path;
+    gpumem_topo_t                             *m_topo = NULL;
 };
-
-std::vector<std::string> topo_facts::m_errors;
 
 
 TEST_F(topo_facts, save_then_apply_restores_every_known_fact) {
@@ -367,7 +346,7 @@ TEST_F(topo_facts, apply_accepts_comments_and_blank_lines) {
     EXPECT_EQ(1024u, m_topo->devs[0].reach.bar_size.value);
     EXPECT_EQ(1, m_topo->devs[0].reach.mem_size.known);
     EXPECT_EQ(2048u, m_topo->devs[0].reach.mem_size.value);
-    EXPECT_TRUE(m_errors.empty());
+    EXPECT_TRUE(m_errors->lines().empty());
 }
 
 TEST_F(topo_facts, apply_empty_file_changes_nothing) {
@@ -410,7 +389,7 @@ TEST_F(topo_facts, apply_rejects_malformed_line_and_applies_nothing) {
     };
 
     for (const std::string &line : bad) {
-        m_errors.clear();
+        m_errors->clear();
         write_facts("mem 0000:34:00.0 1024\n" + line + "\n"
                     "bar 0000:35:00.0 1024\n");
 

@@ -329,11 +329,6 @@ TEST_F(topo_machine, tuolumne_apus_are_gpus) {
  * and bridges, as root would read it */
 class topo_machine_sysfs : public topo_machine {
 protected:
-    void write(const std::string &path, const std::string &data) {
-        std::ofstream out(path.c_str(), std::ios::binary);
-        out << data;
-    }
-
     /* Every device and bridge: 4 KiB of config space with a PCIe capability
      * and, for @a acs_bridge, an ACS capability with @a acs bits */
     void craft(const std::string &acs_bridge, uint16_t acs) {
@@ -356,8 +351,8 @@ protected:
         /* The host bridge: Broadwell-EP, not on the whitelist */
         std::string host = m_sysfs + "/bus/pci/devices/0000:00:00.0";
         mkdir(host.c_str(), 0755);
-        write(host + "/vendor", "0x8086\n");
-        write(host + "/device", "0x6f00\n");
+        write_file(host + "/vendor", "0x8086\n");
+        write_file(host + "/device", "0x6f00\n");
         for (const std::string &f : functions) {
             std::string dir = m_sysfs + "/bus/pci/devices/" + f;
             std::string config(4096, '\0');
@@ -372,9 +367,9 @@ protected:
                 config[0x106] = acs & 0xff;
                 config[0x107] = acs >> 8;
             }
-            write(dir + "/config", config);
+            write_file(dir + "/config", config);
             /* BAR0 16 MiB registers, BAR1 16 GiB memory window */
-            write(dir + "/resource",
+            write_file(dir + "/resource",
                   "0x00000000c4000000 0x00000000c4ffffff 0x0000000000040200\n"
                   "0x0000038000000000 0x00000383ffffffff 0x000000000014220c\n"
                   "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
