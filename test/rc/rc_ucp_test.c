@@ -3,9 +3,11 @@
  * transport (gpumem_rc when UCX_TLS allows it), every byte checked: tagged
  * messages both ways, RMA put and get into the peer's device memory, and a
  * put through a key whose memory the peer has unmapped, which must fail
- * with a remote access error reported to the endpoint's error handler.
+ * with a remote access error reported to the endpoint's error handler:
+ * from host memory (access), or from device memory (access-device: a put of
+ * max size, which UCP must send zero-copy for the NIC to be refused).
  *
- *   rc_ucp_test tag|rma|access [max size, default 4m]
+ *   rc_ucp_test tag|rma|access|access-device [max size, default 4m]
  *
  * The parent is rank 0 (initiator), its child rank 1; control messages
  * (keys, checks, verdicts) go over pipes, data only over UCP. Rank 0
@@ -405,9 +407,10 @@ static ucs_status_t test_rma_host(test_peer_t *peer, size_t size,
 }
 
 /* Rank 0: put into and get from rank 1's device buffer at odd offsets; or
- * put through the key of unmapped memory */
+ * put through the key of unmapped memory, from host memory or, with
+ * access_device, from device memory */
 static int test_run_rma(test_peer_t *peer, void *device, size_t max_size,
-                        int access)
+                        int access, int access_device)
 {
     uint64_t remote, offset;
     size_t rkey_size, size;
@@ -433,21 +436,29 @@ static int test_run_rma(test_peer_t *peer, void *device, size_t max_size,
 
     /* Wire-up, with a message rank 1 does not wait for */
     test_device_fill(device, 8, 1);
-    status = access ? test_rma_host(peer, 8, remote, rkey) :
-                      test_rma(peer, 1, device, 8, remote, rkey);
+    status = (access && !access_device) ?
+             test_rma_host(peer, 8, remote, rkey) :
+             test_rma(peer, 1, device, 8, remote, rkey);
     if (status != UCS_OK) {
         return test_fail("first put", status);
     }
     test_print_lanes(peer);
 
     if (access) {
-        /* From host memory, which every protocol reads */
+        /* From host memory, which every protocol reads; or from device
+         * memory, large enough to go zero-copy: UCX 1.13's new protocols put
+         * small device buffers by software emulation, which the peer's CPU
+         * writes without a key to refuse */
         errors += !test_command(peer, TEST_CMD_UNMAP, 0, 0, 0);
         printf("rank 1 unmapped its memory\n");
-        fflush(stdout);
-        status  = test_rma_host(peer, 4096, remote, rkey);
-        printf("put into unmapped memory: %s\n", ucs_status_string(status));
-        while (peer->ep_failure == UCS_OK) {
+        status  = access_device ?
+                  test_rma(peer, 1, device, max_size, remote, rkey) :
+                  test_rma_host(peer, 4096, remote, rkey);
+        printf("put of %zu bytes of %s memory into unmapped memory: %s\n",
+               access_device ? max_size : 4096,
+               access_device ? "device" : "host", ucs_status_string(status));
+        /* A put that succeeded has no failure to wait for */
+        while ((status != UCS_OK) && (peer->ep_failure == UCS_OK)) {
             ucp_worker_progress(peer->worker);
         }
         if (status != UCS_ERR_INVALID_ADDR) {
@@ -511,13 +522,15 @@ int main(int argc, char **argv)
     const char *mode = (argc > 1) ? argv[1] : "tag";
     size_t max_size  = (argc > 2) ? parse_size(argv[2]) : (4ul << 20);
     int to_child[2], to_parent[2], status, ret;
-    int access       = !strcmp(mode, "access");
+    int access_dev   = !strcmp(mode, "access-device");
+    int access       = !strcmp(mode, "access") || access_dev;
     test_peer_t peer = {0};
     void *device;
     pid_t child;
 
     if (strcmp(mode, "tag") && strcmp(mode, "rma") && !access) {
-        fprintf(stderr, "usage: rc_ucp_test tag|rma|access [max size]\n");
+        fprintf(stderr, "usage: rc_ucp_test tag|rma|access|access-device "
+                "[max size]\n");
         return 2;
     }
     if ((pipe(to_child) != 0) || (pipe(to_parent) != 0)) {
@@ -525,7 +538,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    fflush(stdout);
+    /* Lines as they come, so that a run killed by a timeout shows how far
+     * it went */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     child = fork();
     if (child < 0) {
         perror("fork");
@@ -549,7 +564,7 @@ int main(int argc, char **argv)
         } else if (peer.rank == 1) {
             ret = test_serve(&peer, device, max_size);
         } else {
-            ret = test_run_rma(&peer, device, max_size, access);
+            ret = test_run_rma(&peer, device, max_size, access, access_dev);
         }
         test_close(&peer);
     }
