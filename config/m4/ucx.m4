@@ -23,6 +23,10 @@ AC_DEFUN([GPUMEM_CHECK_UCX], [
         [AC_MSG_ERROR([UCX not found ($UCX_PKG_ERRORS); install libucx-dev (contrib/setup.sh) or give --with-ucx=DIR])])
     PKG_CHECK_MODULES([UCP], [ucx], [],
         [AC_MSG_ERROR([UCP not found ($UCP_PKG_ERRORS); install libucx-dev (contrib/setup.sh) or give --with-ucx=DIR])])
+    # UCX's headers are not ours to hold to -Werror: include them as system
+    # headers, also where they come from a prefix of one's own
+    UCX_CFLAGS=`echo " $UCX_CFLAGS" | sed 's/ -I *\// -isystem \//g'`
+    UCP_CFLAGS=`echo " $UCP_CFLAGS" | sed 's/ -I *\// -isystem \//g'`
     UCX_VERSION=`$PKG_CONFIG --modversion ucx-uct`
     UCX_LIBDIR=`$PKG_CONFIG --variable=libdir ucx-uct`
     ucx_bindir=`$PKG_CONFIG --variable=bindir ucx-uct`
@@ -30,7 +34,10 @@ AC_DEFUN([GPUMEM_CHECK_UCX], [
     AC_PATH_PROG([UCX_INFO], [ucx_info], [], [$ucx_bindir$PATH_SEPARATOR$PATH])
     AS_IF([test -z "$UCX_INFO"],
           [AC_MSG_ERROR([ucx_info not found next to UCX $UCX_VERSION; install ucx-utils])])
-    ucx_info_version=`$UCX_INFO -v | sed -n 's/^# Version //p'`
+    # "# Version X" before UCX 1.14, "# Library version: X" since
+    ucx_info_version=`$UCX_INFO -v |
+        sed -n -e 's/^# Version //p' -e 's/^# Library version: //p' |
+        sed -n 1p`
     AS_IF([test "x$ucx_info_version" != "x$UCX_VERSION"],
           [AC_MSG_ERROR([$UCX_INFO is UCX $ucx_info_version but the libraries are UCX $UCX_VERSION])])
 

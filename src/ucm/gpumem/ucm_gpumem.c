@@ -22,11 +22,13 @@
 #include <ucs/sys/preprocessor.h>
 #include <ucs/sys/compiler_def.h>
 #include <pthread.h>
+#include <string.h>
 
 
 typedef struct ucm_gpumem_alloc {
     size_t            size;
     ucs_memory_type_t mem_type;
+    ucs_sys_device_t  sys_dev;
 } ucm_gpumem_alloc_t;
 
 KHASH_MAP_INIT_INT64(ucm_gpumem_allocs, ucm_gpumem_alloc_t);
@@ -36,19 +38,38 @@ static khash_t(ucm_gpumem_allocs) ucm_gpumem_allocs;
 static pthread_mutex_t ucm_gpumem_allocs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 
+/* A memory type event; where UCM's events carry the system device and the
+ * memory's flags (UCX 1.22), a known device's memory is registrable */
+static void ucm_gpumem_event_init(ucm_event_t *event, void *address,
+                                  size_t size, ucs_memory_type_t mem_type,
+                                  ucs_sys_device_t sys_dev)
+{
+    memset(event, 0, sizeof(*event));
+    event->mem_type.address  = address;
+    event->mem_type.size     = size;
+    event->mem_type.mem_type = mem_type;
+#ifdef HAVE_UCM_MEM_TYPE_EVENT_SYS_DEV
+    event->mem_type.sys_dev   = sys_dev;
+    event->mem_type.mem_flags = (sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) ? 0 :
+                                UCS_MEM_FLAG_REGISTRABLE;
+#else
+    (void)sys_dev;
+#endif
+}
+
 static void ucm_gpumem_dispatch(ucm_event_type_t event_type, void *address,
-                                size_t size, ucs_memory_type_t mem_type)
+                                size_t size, ucs_memory_type_t mem_type,
+                                ucs_sys_device_t sys_dev)
 {
     ucm_event_t event;
 
-    event.mem_type.address  = address;
-    event.mem_type.size     = size;
-    event.mem_type.mem_type = mem_type;
+    ucm_gpumem_event_init(&event, address, size, mem_type, sys_dev);
     ucm_event_dispatch(event_type, &event);
 }
 
 void ucm_gpumem_dispatch_alloc(void *address, size_t size,
-                               ucs_memory_type_t mem_type)
+                               ucs_memory_type_t mem_type,
+                               ucs_sys_device_t sys_dev)
 {
     khiter_t iter;
     int ret;
@@ -59,6 +80,7 @@ void ucm_gpumem_dispatch_alloc(void *address, size_t size,
     if (ret >= 0) {
         kh_value(&ucm_gpumem_allocs, iter).size     = size;
         kh_value(&ucm_gpumem_allocs, iter).mem_type = mem_type;
+        kh_value(&ucm_gpumem_allocs, iter).sys_dev  = sys_dev;
     } else {
         /* Those who look later treat it as host memory */
         ucm_warn("gpumem: no room to remember %p..%p", address,
@@ -66,22 +88,26 @@ void ucm_gpumem_dispatch_alloc(void *address, size_t size,
     }
     pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
 
-    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, address, size, mem_type);
+    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, address, size, mem_type,
+                        sys_dev);
 }
 
 void ucm_gpumem_dispatch_free(void *address, size_t size,
                               ucs_memory_type_t mem_type)
 {
+    ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
     khiter_t iter;
 
     pthread_mutex_lock(&ucm_gpumem_allocs_lock);
     iter = kh_get(ucm_gpumem_allocs, &ucm_gpumem_allocs, (uintptr_t)address);
     if (iter != kh_end(&ucm_gpumem_allocs)) {
+        sys_dev = kh_value(&ucm_gpumem_allocs, iter).sys_dev;
         kh_del(ucm_gpumem_allocs, &ucm_gpumem_allocs, iter);
     }
     pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
 
-    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_FREE, address, size, mem_type);
+    ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_FREE, address, size, mem_type,
+                        sys_dev);
 }
 
 void ucm_gpumem_dispatch_free_known(void *address)
@@ -100,7 +126,7 @@ void ucm_gpumem_dispatch_free_known(void *address)
     pthread_mutex_unlock(&ucm_gpumem_allocs_lock);
 
     ucm_gpumem_dispatch(UCM_EVENT_MEM_TYPE_FREE, address, alloc.size,
-                        alloc.mem_type);
+                        alloc.mem_type, alloc.sys_dev);
 }
 
 #ifndef HAVE_CUDA
@@ -133,9 +159,8 @@ static void ucm_gpumem_get_existing_alloc(ucm_event_handler_t *handler)
 
     pthread_mutex_lock(&ucm_gpumem_allocs_lock);
     kh_foreach(&ucm_gpumem_allocs, address, alloc, {
-        event.mem_type.address  = (void*)(uintptr_t)address;
-        event.mem_type.size     = alloc.size;
-        event.mem_type.mem_type = alloc.mem_type;
+        ucm_gpumem_event_init(&event, (void*)(uintptr_t)address, alloc.size,
+                              alloc.mem_type, alloc.sys_dev);
         ucm_event_enter();
         handler->cb(UCM_EVENT_MEM_TYPE_ALLOC, &event, handler->arg);
         ucm_event_leave();

@@ -9,15 +9,18 @@
 #define UCM_GPUMEM_H_
 
 #include <ucs/memory/memory_type.h>
+#include <ucs/sys/topo/base/topo.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>
 #include <stddef.h>
 
 BEGIN_C_DECLS
 
-/* Device memory of @a mem_type now lives at [address, address + size) */
+/* Device memory of @a mem_type now lives at [address, address + size), on
+ * the GPU @a sys_dev (UCS_SYS_DEVICE_ID_UNKNOWN: for UCX to detect) */
 void ucm_gpumem_dispatch_alloc(void *address, size_t size,
-                               ucs_memory_type_t mem_type);
+                               ucs_memory_type_t mem_type,
+                               ucs_sys_device_t sys_dev);
 
 /* The device memory at [address, address + size) is about to go */
 void ucm_gpumem_dispatch_free(void *address, size_t size,

@@ -53,7 +53,8 @@ static void ucm_gpumem_cuda_alloc(const void *ptr, size_t size, int managed)
 {
     ucm_gpumem_dispatch_alloc((void*)ptr, size,
                               managed ? UCS_MEMORY_TYPE_CUDA_MANAGED :
-                                        UCS_MEMORY_TYPE_CUDA);
+                                        UCS_MEMORY_TYPE_CUDA,
+                              UCS_SYS_DEVICE_ID_UNKNOWN);
 }
 
 static CUresult ucm_gpumem_cuMemAlloc(CUdeviceptr *dptr_p, size_t size)

@@ -1,9 +1,10 @@
 /**
  * gpumem: registration of the plugin's components with UCT.
  *
- * UCX before 1.21 loads modules only from a list fixed at its build, so the
- * plugin is brought in by LD_PRELOAD or by linking; either way its
- * constructor registers the components. The destructor removes them, since a
+ * UCX before 1.22 loads modules only from a list fixed at its build, so the
+ * plugin is brought in by LD_PRELOAD or by linking; UCX 1.22 and later load
+ * it from their module directory or UCX_PLUGIN_PATH (as libuct_gpumem.so.0).
+ * Either way its constructor registers the components. The destructor removes them, since a
  * list entry pointing into an unmapped library would crash the next
  * uct_query_components().
  *
@@ -24,6 +25,7 @@
 
 #include <uct/base/uct_component.h>
 #include <ucs/debug/log.h>
+#include <string.h>
 
 
 static uct_component_t *uct_gpumem_components[] = {
@@ -46,6 +48,21 @@ static const struct {
 static int uct_gpumem_components_registered = 0;
 
 
+/* The registered component of that name, another copy's or this one's */
+static uct_component_t *uct_gpumem_components_find(const char *name)
+{
+    uct_component_t *component;
+
+    ucs_list_for_each(component, &uct_components_list, list) {
+        if (!strcmp(component->name, name)) {
+            return component;
+        }
+    }
+
+    return NULL;
+}
+
+
 ucs_status_t uct_gpumem_components_register(void)
 {
     ucs_status_t status;
@@ -53,6 +70,15 @@ ucs_status_t uct_gpumem_components_register(void)
 
     if (uct_gpumem_components_registered) {
         return UCS_OK;
+    }
+
+    /* A second copy of the plugin in the process (preloaded from one place
+     * and loaded by UCX from its module directory) leaves the first one's
+     * components in place */
+    if (uct_gpumem_components_find(uct_gpumem_component.name) != NULL) {
+        ucs_debug("gpumem: the components are registered by another copy of "
+                  "the plugin; this copy registers none");
+        return UCS_ERR_ALREADY_EXISTS;
     }
 
     status = uct_gpumem_abi_guard();

@@ -9,6 +9,7 @@
 #endif
 
 #include "gpumem_context.h"
+#include "base/gpumem_compat.h"
 
 #ifdef HAVE_CUDA
 #  include <uct/gpumem/driver/cuda/cuda_driver.h>
@@ -46,7 +47,7 @@ uct_gpumem_context_gpu_name(uct_gpumem_context_t *context,
     if (dev != NULL) {
         return dev->name;
     }
-    /* ucs_topo_sys_device_set_name() keeps its own copy */
+    /* UCX's topology keeps its own copy of the name */
     return gpumem_pci_addr_str(&reach->addr, name, sizeof(name));
 }
 
@@ -69,9 +70,9 @@ static void uct_gpumem_context_register_gpus(uct_gpumem_context_t *context)
             context->sys_devs[i] = UCS_SYS_DEVICE_ID_UNKNOWN;
             continue;
         }
-        ucs_topo_sys_device_set_name(context->sys_devs[i],
-                                     uct_gpumem_context_gpu_name(context,
-                                                                 reach));
+        uct_gpumem_topo_set_device_name(
+                context->sys_devs[i],
+                uct_gpumem_context_gpu_name(context, reach));
     }
 }
 

@@ -11,6 +11,7 @@
 #endif
 
 #include "gpumem_md.h"
+#include "base/gpumem_compat.h"
 
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/debug/log.h>
@@ -94,8 +95,8 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
     {NULL}
 };
 
-static ucs_status_t uct_gpumem_md_query(uct_md_h uct_md,
-                                        uct_md_attr_t *md_attr)
+static ucs_status_t uct_gpumem_md_query_attr(uct_md_h uct_md,
+                                             uct_gpumem_md_attr_t *md_attr)
 {
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
     uint64_t mem_types  = UCS_BIT(md->mem_type);
@@ -105,30 +106,59 @@ static ucs_status_t uct_gpumem_md_query(uct_md_h uct_md,
      * for, is there because UCP selects the lanes of its memory-type
      * endpoint and stages rendezvous fragments only on memory domains that
      * register host memory; no rkey is needed (NEED_RKEY is not set) */
-    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG;
-    md_attr->cap.max_alloc        = md->context->driver->ops->vram_size(
+    md_attr->flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG;
+    md_attr->max_alloc        = md->context->driver->ops->vram_size(
             md->context->driver->ops->gpu(md->context->driver,
                                           md->alloc_gpu));
-    md_attr->cap.max_reg          = SIZE_MAX;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | mem_types;
-    md_attr->cap.detect_mem_types = mem_types;
-    md_attr->cap.alloc_mem_types  = mem_types;
-    md_attr->cap.access_mem_types = mem_types;
-    md_attr->rkey_packed_size     = 0;
-    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    md_attr->max_reg          = SIZE_MAX;
+    md_attr->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | mem_types;
+    md_attr->detect_mem_types = mem_types;
+    md_attr->alloc_mem_types  = mem_types;
+    /* The copy engine reaches host memory too: UCP (1.19 and later) takes
+     * the lanes of its memory-type endpoint, host lane included, from the
+     * domains that access both memory types */
+    md_attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST) | mem_types;
+    /* mem_query gives a dma-buf where the driver exports one; not
+     * advertised, since whether the kernel lets it is known only then */
+    md_attr->dmabuf_mem_types = 0;
+    md_attr->rkey_packed_size = 0;
+    md_attr->reg_cost         = ucs_linear_func_make(0, 0);
     return UCS_OK;
 }
 
+UCT_GPUMEM_MD_QUERY_DEFINE(uct_gpumem_md_query, uct_gpumem_md_query_attr)
+
+/* The GPU a system device names: the allocation GPU where UCX names none;
+ * -1 where it names a device that is not one of this domain's GPUs */
+static int uct_gpumem_md_alloc_gpu(uct_gpumem_md_t *md,
+                                   ucs_sys_device_t sys_dev)
+{
+    unsigned i;
+
+    if (sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) {
+        return md->alloc_gpu;
+    }
+
+    for (i = 0; i < md->context->num_gpus; ++i) {
+        if (md->context->sys_devs[i] == sys_dev) {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
 static ucs_status_t
-uct_gpumem_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
-                        ucs_memory_type_t mem_type,
-                        unsigned UCS_V_UNUSED flags, const char *alloc_name,
-                        uct_mem_h *memh_p)
+uct_gpumem_md_mem_alloc_on(uct_md_h uct_md, size_t *length_p,
+                           void **address_p, ucs_memory_type_t mem_type,
+                           ucs_sys_device_t sys_dev,
+                           unsigned UCS_V_UNUSED flags,
+                           const char *alloc_name, uct_mem_h *memh_p)
 {
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
     gpumem_region_t *region;
     ucs_status_t status;
+    int gpu;
 
     if (mem_type != md->mem_type) {
         ucs_debug("gpumem: %s: cannot allocate %s memory, only %s",
@@ -137,12 +167,21 @@ uct_gpumem_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = gpumem_alloc(md->context->gpus[md->alloc_gpu], GPUMEM_KIND_GPU,
-                          *length_p, 0, &region);
+    gpu = uct_gpumem_md_alloc_gpu(md, sys_dev);
+    if (gpu < 0) {
+        ucs_debug("gpumem: %s: system device %u (%s) is none of the %u GPUs "
+                  "of this domain", alloc_name, sys_dev,
+                  ucs_topo_sys_device_get_name(sys_dev),
+                  md->context->num_gpus);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = gpumem_alloc(md->context->gpus[gpu], GPUMEM_KIND_GPU, *length_p,
+                          0, &region);
     if (status != UCS_OK) {
         if (status == UCS_ERR_NO_MEMORY) {
-            ucs_debug("gpumem: %s: no room for %zu bytes on GPU %u now",
-                      alloc_name, *length_p, md->alloc_gpu);
+            ucs_debug("gpumem: %s: no room for %zu bytes on GPU %d now",
+                      alloc_name, *length_p, gpu);
         }
         return status;
     }
@@ -150,11 +189,15 @@ uct_gpumem_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
     *address_p = (void*)gpumem_region_address(region);
     *length_p  = gpumem_region_size(region);
     *memh_p    = region;
-    ucm_gpumem_dispatch_alloc(*address_p, *length_p, md->mem_type);
-    ucs_trace("gpumem: %s: allocated %zu bytes at %p on GPU %u", alloc_name,
-              *length_p, *address_p, md->alloc_gpu);
+    ucm_gpumem_dispatch_alloc(*address_p, *length_p, md->mem_type,
+                              md->context->sys_devs[gpu]);
+    ucs_trace("gpumem: %s: allocated %zu bytes at %p on GPU %d", alloc_name,
+              *length_p, *address_p, gpu);
     return UCS_OK;
 }
+
+UCT_GPUMEM_MD_MEM_ALLOC_DEFINE(uct_gpumem_md_mem_alloc,
+                               uct_gpumem_md_mem_alloc_on)
 
 /* The one handle of every registration: the copy engines reach host memory
  * and the process's device memory by address, with nothing pinned or
@@ -176,8 +219,8 @@ static int uct_gpumem_md_app_memory_holds(uct_gpumem_md_t *md,
 }
 
 static ucs_status_t
-uct_gpumem_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
-                      unsigned flags, uct_mem_h *memh_p)
+uct_gpumem_md_mem_reg_flags(uct_md_h uct_md, void *address, size_t length,
+                            unsigned flags, uct_mem_h *memh_p)
 {
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
     uintptr_t start     = (uintptr_t)address;
@@ -208,6 +251,8 @@ uct_gpumem_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
     *memh_p = &uct_gpumem_md_reg_handle;
     return UCS_OK;
 }
+
+UCT_GPUMEM_MD_MEM_REG_DEFINE(uct_gpumem_md_mem_reg, uct_gpumem_md_mem_reg_flags)
 
 static ucs_status_t
 uct_gpumem_md_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
@@ -250,10 +295,34 @@ uct_gpumem_md_detect_memory_type(uct_md_h uct_md, const void *address,
     return UCS_OK;
 }
 
-static ucs_status_t uct_gpumem_md_mem_query(uct_md_h uct_md,
-                                            const void *address,
-                                            size_t length,
-                                            uct_md_mem_attr_t *mem_attr)
+/* A dma-buf of the VRAM under a region, where the driver exports one: the
+ * caller owns the descriptor; the offset is that of @a address in it */
+static void uct_gpumem_md_dmabuf(uct_gpumem_md_t *md, gpumem_region_t *region,
+                                 uintptr_t address,
+                                 uct_gpumem_mem_attr_t *mem_attr)
+{
+    const gpumem_driver_ops_t *ops = md->context->driver->ops;
+    gpumem_driver_mem_t *vram;
+    size_t vram_offset, dmabuf_offset;
+    int fd;
+
+    if (gpumem_region_vram(region, &vram, &vram_offset) != UCS_OK) {
+        return;
+    }
+
+    if ((ops->dmabuf_export == NULL) ||
+        (ops->dmabuf_export(vram, &fd, &dmabuf_offset) != UCS_OK)) {
+        return;
+    }
+
+    mem_attr->dmabuf_fd     = fd;
+    mem_attr->dmabuf_offset = dmabuf_offset + vram_offset +
+                              (address - gpumem_region_address(region));
+}
+
+static ucs_status_t
+uct_gpumem_md_mem_query_attr(uct_md_h uct_md, const void *address,
+                             size_t length, uct_gpumem_mem_attr_t *mem_attr)
 {
     uct_gpumem_md_t *md           = ucs_derived_of(uct_md, uct_gpumem_md_t);
     gpumem_driver_t *driver       = md->context->driver;
@@ -296,8 +365,15 @@ static ucs_status_t uct_gpumem_md_mem_query(uct_md_h uct_md,
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
         mem_attr->alloc_length = size;
     }
+    if ((mem_attr->field_mask & UCT_GPUMEM_MEM_ATTR_FIELD_DMABUF_FD) &&
+        (region != NULL)) {
+        uct_gpumem_md_dmabuf(md, region, (uintptr_t)address, mem_attr);
+    }
     return UCS_OK;
 }
+
+UCT_GPUMEM_MD_MEM_QUERY_DEFINE(uct_gpumem_md_mem_query,
+                               uct_gpumem_md_mem_query_attr)
 
 static void uct_gpumem_md_close(uct_md_h uct_md)
 {
@@ -307,22 +383,34 @@ static void uct_gpumem_md_close(uct_md_h uct_md)
     ucs_free(md);
 }
 
+/* rkey_packed_size is 0: nothing to pack */
+static ucs_status_t
+uct_gpumem_md_mkey_pack_none(uct_md_h UCS_V_UNUSED md,
+                             uct_mem_h UCS_V_UNUSED memh,
+                             void UCS_V_UNUSED *address,
+                             size_t UCS_V_UNUSED length,
+                             const uct_md_mkey_pack_params_t UCS_V_UNUSED
+                                     *params,
+                             void UCS_V_UNUSED *buffer)
+{
+    return UCS_OK;
+}
+
+UCT_GPUMEM_MD_MKEY_PACK_DEFINE(uct_gpumem_md_mkey_pack,
+                               uct_gpumem_md_mkey_pack_none)
+
 static uct_md_ops_t uct_gpumem_md_ops = {
-    .close                  = uct_gpumem_md_close,
-    .query                  = uct_gpumem_md_query,
-    .mem_alloc              = uct_gpumem_md_mem_alloc,
-    .mem_free               = uct_gpumem_md_mem_free,
-    .mem_advise             = (uct_md_mem_advise_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_gpumem_md_mem_reg,
-    .mem_dereg              = uct_gpumem_md_mem_dereg,
-    .mem_query              = uct_gpumem_md_mem_query,
-    /* rkey_packed_size is 0: nothing to pack */
-    .mkey_pack              = (uct_md_mkey_pack_func_t)
-                                      ucs_empty_function_return_success,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                      ucs_empty_function_return_zero_int,
-    .detect_memory_type     = uct_gpumem_md_detect_memory_type
+    .close              = uct_gpumem_md_close,
+    .query              = uct_gpumem_md_query,
+    .mem_alloc          = uct_gpumem_md_mem_alloc,
+    .mem_free           = uct_gpumem_md_mem_free,
+    .mem_advise         = uct_gpumem_md_mem_advise_unsupported,
+    .mem_reg            = uct_gpumem_md_mem_reg,
+    .mem_dereg          = uct_gpumem_md_mem_dereg,
+    .mem_query          = uct_gpumem_md_mem_query,
+    .mkey_pack          = uct_gpumem_md_mkey_pack,
+    .detect_memory_type = uct_gpumem_md_detect_memory_type,
+    UCT_GPUMEM_MD_OPS_COMPAT
 };
 
 static const char *uct_gpumem_md_config_path(const char *value)
@@ -400,26 +488,26 @@ err_free:
 /* A peer that reaches this domain's transport is this process, and the
  * copy transport takes remote addresses as they are: the key is no key */
 static ucs_status_t
-uct_gpumem_rkey_unpack(uct_component_t UCS_V_UNUSED *component,
-                       const void UCS_V_UNUSED *rkey_buffer, uct_rkey_t *rkey_p,
-                       void **handle_p)
+uct_gpumem_rkey_unpack_none(uct_component_t UCS_V_UNUSED *component,
+                            const void UCS_V_UNUSED *rkey_buffer,
+                            uct_rkey_t *rkey_p, void **handle_p)
 {
     *rkey_p   = UCT_INVALID_RKEY;
     *handle_p = NULL;
     return UCS_OK;
 }
 
+UCT_GPUMEM_RKEY_UNPACK_DEFINE(uct_gpumem_rkey_unpack,
+                              uct_gpumem_rkey_unpack_none)
+
 uct_component_t uct_gpumem_component = {
     .name               = "gpumem",
     .query_md_resources = uct_md_query_single_md_resource,
     .md_open            = uct_gpumem_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .cm_open            = uct_gpumem_component_cm_open_unsupported,
     .rkey_unpack        = uct_gpumem_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)
-                                  ucs_empty_function_return_success,
+    .rkey_ptr           = uct_gpumem_component_rkey_ptr_unsupported,
+    .rkey_release       = uct_gpumem_component_rkey_release_none,
     .md_config          = {
         .name           = "gpumem memory domain",
         .prefix         = "GPUMEM_",
@@ -430,5 +518,6 @@ uct_component_t uct_gpumem_component = {
     .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
                                   &uct_gpumem_component),
     .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+    .md_vfs_init        = uct_gpumem_component_md_vfs_init_none,
+    UCT_GPUMEM_COMPONENT_COMPAT
 };

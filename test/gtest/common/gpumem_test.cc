@@ -115,4 +115,17 @@ unsigned count_config_tables(const std::string &prefix)
     return found;
 }
 
+ucs_status_t config_modify(void *config, const std::string &prefix,
+                           const std::string &name, const char *value)
+{
+    ucs_status_t status;
+
+    status = uct_config_modify(config, name.c_str(), value);
+    if (status != UCS_ERR_NO_ELEM) {
+        return status;
+    }
+
+    return uct_config_modify(config, (prefix + name).c_str(), value);
+}
+
 }

@@ -35,6 +35,12 @@ uct_component_h find_component(const std::string &name);
  * configuration list, the one ucx_info -c prints. */
 unsigned count_config_tables(const std::string &prefix);
 
+/* uct_config_modify() of the setting @a name of a table whose settings are
+ * named @a prefix* (GPUMEM_ for ALLOC_GPU): UCX before 1.17 matches the
+ * name alone, later versions the name with the prefix; this takes either. */
+ucs_status_t config_modify(void *config, const std::string &prefix,
+                           const std::string &name, const char *value);
+
 }
 
 #endif

@@ -39,7 +39,8 @@ TEST_F(ucm_gpumem, free_by_address_reports_the_allocated_size) {
     void *address = (void*)0x7e5700000000ul;
     free_events events;
 
-    ucm_gpumem_dispatch_alloc(address, 3 << 20, UCS_MEMORY_TYPE_CUDA_MANAGED);
+    ucm_gpumem_dispatch_alloc(address, 3 << 20, UCS_MEMORY_TYPE_CUDA_MANAGED,
+                              UCS_SYS_DEVICE_ID_UNKNOWN);
     ASSERT_EQ(UCS_OK, ucm_set_event_handler(UCM_EVENT_MEM_TYPE_FREE |
                                             UCM_EVENT_FLAG_NO_INSTALL, 0,
                                             record_free, &events));

@@ -107,7 +107,8 @@ void ib_md_test::open_md(const char *name, const char *value)
     char md_name[UCT_MD_NAME_MAX];
 
     if (name != NULL) {
-        ASSERT_EQ(UCS_OK, uct_config_modify(m_config, name, value));
+        ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_config, "GPUMEM_IB_",
+                                                     name, value));
     }
     ASSERT_EQ(UCS_OK, uct_gpumem_ib_md_name(m_device.c_str(), md_name,
                                             sizeof(md_name)));

@@ -127,19 +127,23 @@ TEST_F(ib_component, config_takes_each_access_and_order_and_refuses_others) {
     EXPECT_STREQ("in_order", value);
 
     for (const char *access : {"local", "remote_write", "remote"}) {
-        EXPECT_EQ(UCS_OK, uct_config_modify(config, "MAX_ACCESS", access));
+        EXPECT_EQ(UCS_OK, gpumem_test::config_modify(config, "GPUMEM_IB_",
+                                                     "MAX_ACCESS", access));
         ASSERT_EQ(UCS_OK, uct_config_get(config, "MAX_ACCESS", value,
                                          sizeof(value)));
         EXPECT_STREQ(access, value);
     }
     for (const char *order : {"in_order", "any_order"}) {
-        EXPECT_EQ(UCS_OK, uct_config_modify(config, "ORDER", order));
+        EXPECT_EQ(UCS_OK, gpumem_test::config_modify(config, "GPUMEM_IB_",
+                                                     "ORDER", order));
     }
 
     {
         gpumem_test::log_capture log;
-        EXPECT_NE(UCS_OK, uct_config_modify(config, "MAX_ACCESS", "atomic"));
-        EXPECT_NE(UCS_OK, uct_config_modify(config, "ORDER", "sometimes"));
+        EXPECT_NE(UCS_OK, gpumem_test::config_modify(config, "GPUMEM_IB_",
+                                                     "MAX_ACCESS", "atomic"));
+        EXPECT_NE(UCS_OK, gpumem_test::config_modify(config, "GPUMEM_IB_",
+                                                     "ORDER", "sometimes"));
     }
     uct_config_release(config);
 }

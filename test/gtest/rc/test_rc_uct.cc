@@ -116,7 +116,9 @@ public:
                                                    NULL, NULL,
                                                    &m_iface_config));
         if (name != NULL) {
-            ASSERT_EQ(UCS_OK, uct_config_modify(m_iface_config, name, value));
+            ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_iface_config,
+                                                         "GPUMEM_RC_", name,
+                                                         value));
         }
 
         params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE   |

@@ -41,6 +41,19 @@ TEST(abi, check_of_no_classes_accepts) {
     EXPECT_EQ(UCS_OK, uct_gpumem_abi_check(NULL, 0, &mismatch));
 }
 
+TEST(abi, version_check_accepts_the_release_series_it_was_built_for) {
+    EXPECT_EQ(UCS_OK, uct_gpumem_abi_check_version(1, 22, 1, 22));
+    EXPECT_EQ(UCS_OK, uct_gpumem_abi_check_version(1, 13, 1, 13));
+}
+
+TEST(abi, version_check_refuses_another_minor_or_major) {
+    /* 1.16's ucs_config_field_t is not 1.22's; the sizes the class guard
+     * compares are equal all the same */
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gpumem_abi_check_version(1, 16, 1, 22));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gpumem_abi_check_version(1, 22, 1, 16));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gpumem_abi_check_version(1, 22, 2, 22));
+}
+
 /* The build under test was configured against the installed UCX, so the
  * real guard must agree with the running libuct. */
 TEST(abi, guard_accepts_the_ucx_it_was_built_against) {

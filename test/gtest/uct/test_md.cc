@@ -46,7 +46,8 @@ protected:
     }
 
     void modify(const char *name, const std::string &value) {
-        ASSERT_EQ(UCS_OK, uct_config_modify(m_config, name, value.c_str()));
+        ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_config, "GPUMEM_", name,
+                                                      value.c_str()));
     }
 
     void open() {
@@ -99,7 +100,9 @@ TEST_F(md, query_advertises_allocation_detection_and_keyless_registration) {
               attr.cap.flags);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.alloc_mem_types);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.detect_mem_types);
-    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.access_mem_types);
+    /* The copy engine reaches host memory as well as device memory */
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+              attr.cap.access_mem_types);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCS_BIT(UCS_MEMORY_TYPE_CUDA),
               attr.cap.reg_mem_types);
     EXPECT_EQ(SIZE_MAX, attr.cap.max_reg);
@@ -375,9 +378,11 @@ TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
 
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
                                          &rocm_config));
-    ASSERT_EQ(UCS_OK, uct_config_modify(rocm_config, "MEM_TYPE", "rocm"));
-    ASSERT_EQ(UCS_OK, uct_config_modify(rocm_config, "EMU_SHM_DIR",
-                                        m_shm_dir.c_str()));
+    ASSERT_EQ(UCS_OK, gpumem_test::config_modify(rocm_config, "GPUMEM_",
+                                                 "MEM_TYPE", "rocm"));
+    ASSERT_EQ(UCS_OK, gpumem_test::config_modify(rocm_config, "GPUMEM_",
+                                                 "EMU_SHM_DIR",
+                                                 m_shm_dir.c_str()));
     ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", rocm_config,
                                   &rocm_md));
     params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |

@@ -119,7 +119,8 @@ gpumem_result_t gpumem_device_malloc(void **ptr, size_t size)
     /* The allocation keeps the reference until its free */
     *ptr = (void*)gpumem_region_address(region);
     ucm_gpumem_dispatch_alloc(*ptr, gpumem_region_size(region),
-                              gpumem_api_mem_type);
+                              gpumem_api_mem_type,
+                              context->sys_devs[gpumem_api_device]);
     return UCS_OK;
 }
 

@@ -21,7 +21,10 @@
 #include <uct/base/uct_worker.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>
+#include <ucs/sys/string.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <string.h>
 
 
 /* Exported by libuct but declared in none of its headers */
@@ -44,6 +47,14 @@ ucs_status_t uct_gpumem_abi_check(const uct_gpumem_abi_class_t *classes,
     return UCS_OK;
 }
 
+ucs_status_t uct_gpumem_abi_check_version(unsigned built_major,
+                                          unsigned built_minor,
+                                          unsigned major, unsigned minor)
+{
+    return ((built_major == major) && (built_minor == minor)) ?
+           UCS_OK : UCS_ERR_UNSUPPORTED;
+}
+
 static const char *uct_gpumem_abi_libuct_path(void)
 {
     Dl_info info;
@@ -55,6 +66,49 @@ static const char *uct_gpumem_abi_libuct_path(void)
     return info.dli_fname;
 }
 
+typedef void (*uct_gpumem_abi_get_version_func_t)(unsigned *major,
+                                                  unsigned *minor,
+                                                  unsigned *release);
+
+/* The version of the running UCX, which of its libraries only libucp tells:
+ * the process's own libucp, else the one beside the libuct in use */
+static ucs_status_t uct_gpumem_abi_running_version(unsigned *major,
+                                                   unsigned *minor,
+                                                   unsigned *release)
+{
+    uct_gpumem_abi_get_version_func_t get_version;
+    const char *libuct, *slash;
+    char path[PATH_MAX];
+    void *handle;
+
+    get_version = (uct_gpumem_abi_get_version_func_t)
+                          dlsym(RTLD_DEFAULT, "ucp_get_version");
+    if (get_version == NULL) {
+        libuct = uct_gpumem_abi_libuct_path();
+        slash  = strrchr(libuct, '/');
+        if (slash == NULL) {
+            return UCS_ERR_NO_ELEM;
+        }
+        ucs_snprintf_zero(path, sizeof(path), "%.*s/libucp.so.0",
+                          (int)(slash - libuct), libuct);
+        handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        if (handle == NULL) {
+            ucs_debug("gpumem: cannot tell the version of UCX: %s",
+                      dlerror());
+            return UCS_ERR_NO_ELEM;
+        }
+        /* Kept open: the function may be looked up again */
+        get_version = (uct_gpumem_abi_get_version_func_t)
+                              dlsym(handle, "ucp_get_version");
+        if (get_version == NULL) {
+            return UCS_ERR_NO_ELEM;
+        }
+    }
+
+    get_version(major, minor, release);
+    return UCS_OK;
+}
+
 ucs_status_t uct_gpumem_abi_guard(void)
 {
     const uct_gpumem_abi_class_t classes[] = {
@@ -64,8 +118,21 @@ ucs_status_t uct_gpumem_abi_guard(void)
         {"uct_base_ep_t",     uct_base_ep_t_class.size,     sizeof(uct_base_ep_t)},
         {"uct_priv_worker_t", uct_priv_worker_t_class.size, sizeof(uct_priv_worker_t)}
     };
+    unsigned major, minor, release, mismatch;
     ucs_status_t status;
-    unsigned mismatch;
+
+    if (uct_gpumem_abi_running_version(&major, &minor, &release) != UCS_OK) {
+        ucs_debug("gpumem: the running UCX does not tell its version; "
+                  "checking its class sizes only");
+    } else if (uct_gpumem_abi_check_version(UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
+                                            major, minor) != UCS_OK) {
+        ucs_error("gpumem: not registering: built against UCX %s but running "
+                  "in UCX %u.%u.%u (%s); a plugin runs only in the UCX "
+                  "release it was built against: rebuild gpumem against the "
+                  "source of UCX %u.%u", UCT_VERNO_STRING, major, minor,
+                  release, uct_gpumem_abi_libuct_path(), major, minor);
+        return UCS_ERR_UNSUPPORTED;
+    }
 
     status = uct_gpumem_abi_check(classes, ucs_static_array_size(classes),
                                   &mismatch);

@@ -40,7 +40,22 @@ ucs_status_t uct_gpumem_abi_check(const uct_gpumem_abi_class_t *classes,
 
 
 /**
- * Compare the running libuct's classes with this build, and log an error
+ * Decide whether a plugin built against UCX @a built_major.@a built_minor may
+ * run in UCX @a major.@a minor: only in the same release series, whose
+ * internal structs are the ones it was compiled with (UCX changes them
+ * between minor releases, e.g. ucs_config_field_t in 1.17, without a change
+ * of soname or of the sizes the class guard compares).
+ *
+ * @return UCS_OK when the major and minor versions are equal,
+ *         UCS_ERR_UNSUPPORTED otherwise.
+ */
+ucs_status_t uct_gpumem_abi_check_version(unsigned built_major,
+                                          unsigned built_minor,
+                                          unsigned major, unsigned minor);
+
+
+/**
+ * Compare the running libuct's version and classes with this build, and log an error
  * naming the UCX version and the sizes on a mismatch.
  *
  * @return UCS_OK when the plugin may register its components.

@@ -11,6 +11,7 @@
 #endif
 
 #include "copy_ep.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
@@ -107,7 +108,7 @@ ssize_t uct_gpumem_copy_ep_put_bcopy(uct_ep_h tl_ep,
     size_t length;
 
     length = pack_cb(iface->bounce, arg);
-    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "put_bcopy");
+    UCT_GPUMEM_CHECK_LENGTH(length, iface->config.seg_size, "put_bcopy");
 
     status = uct_gpumem_copy_iface_copy_sync(iface,
                                              (void*)(uintptr_t)remote_addr,
@@ -129,7 +130,7 @@ ucs_status_t uct_gpumem_copy_ep_get_bcopy(uct_ep_h tl_ep,
     uct_gpumem_copy_iface_t *iface = uct_gpumem_copy_ep_iface(tl_ep);
     ucs_status_t status;
 
-    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+    UCT_GPUMEM_CHECK_LENGTH(length, iface->config.seg_size, "get_bcopy");
 
     status = uct_gpumem_copy_iface_copy_sync(iface, iface->bounce,
                                              (const void*)(uintptr_t)
@@ -158,13 +159,13 @@ uct_gpumem_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     ucs_status_t status;
     size_t length;
 
-    UCT_CHECK_IOV_SIZE(iovcnt, 1ul, is_put ? "put_zcopy" : "get_zcopy");
+    UCT_GPUMEM_CHECK_IOV_SIZE(iovcnt, 1ul, is_put ? "put_zcopy" : "get_zcopy");
     if (iovcnt == 0) {
         return UCS_OK;
     }
 
-    UCT_CHECK_PARAM(iov[0].count <= 1, "gpumemcpy: iov count %u: the "
-                    "buffer must be contiguous", iov[0].count);
+    UCT_GPUMEM_CHECK_PARAM(iov[0].count <= 1, "gpumemcpy: iov count %u: the "
+                           "buffer must be contiguous", iov[0].count);
     length = uct_iov_get_length(iov);
 
     if (is_put) {

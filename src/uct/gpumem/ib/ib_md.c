@@ -11,6 +11,7 @@
 #endif
 
 #include "ib_md.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 #include "ib_access.h"
 
 #include <uct/gpumem/gpumem_md.h>
@@ -168,30 +169,32 @@ uct_gpumem_ib_query_md_resources(uct_component_t UCS_V_UNUSED *component,
     return UCS_OK;
 }
 
-static ucs_status_t uct_gpumem_ib_md_query(uct_md_h uct_md,
-                                           uct_md_attr_t *md_attr)
+static ucs_status_t uct_gpumem_ib_md_query_attr(uct_md_h uct_md,
+                                                uct_gpumem_md_attr_t *md_attr)
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
 
-    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                    UCT_MD_FLAG_NEED_RKEY;
-    md_attr->cap.max_alloc        = 0;
-    md_attr->cap.max_reg          = md->max_mr_size;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                                UCT_MD_FLAG_NEED_RKEY;
+    md_attr->max_alloc        = 0;
+    md_attr->max_reg          = md->max_mr_size;
+    md_attr->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     /* A device that cannot reach the GPU's memory is not offered for it */
     if ((md->gpus != NULL) && md->place.dma_reaches) {
-        md_attr->cap.reg_mem_types |= UCS_BIT(md->device_mem_type);
+        md_attr->reg_mem_types |= UCS_BIT(md->device_mem_type);
     }
-    md_attr->cap.detect_mem_types = 0;
-    md_attr->cap.alloc_mem_types  = 0;
-    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->rkey_packed_size     = GPUMEM_REG_WIRE_SIZE;
-    md_attr->reg_cost             = ucs_linear_func_make(
+    md_attr->detect_mem_types = 0;
+    md_attr->alloc_mem_types  = 0;
+    md_attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->rkey_packed_size = GPUMEM_REG_WIRE_SIZE;
+    md_attr->reg_cost         = ucs_linear_func_make(
                                             UCT_GPUMEM_IB_REG_OVERHEAD,
                                             UCT_GPUMEM_IB_REG_GROWTH);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
     return UCS_OK;
 }
+
+UCT_GPUMEM_MD_QUERY_DEFINE(uct_gpumem_ib_md_query,
+                           uct_gpumem_ib_md_query_attr)
 
 static ucs_status_t
 uct_gpumem_ib_md_register(uct_gpumem_ib_md_t *md,
@@ -248,9 +251,10 @@ uct_gpumem_ib_mem_reg_device(uct_gpumem_ib_md_t *md,
     return status;
 }
 
-static ucs_status_t uct_gpumem_ib_mem_reg(uct_md_h uct_md, void *address,
-                                          size_t length, unsigned flags,
-                                          uct_mem_h *memh_p)
+static ucs_status_t uct_gpumem_ib_mem_reg_flags(uct_md_h uct_md,
+                                                void *address, size_t length,
+                                                unsigned flags,
+                                                uct_mem_h *memh_p)
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
     uct_gpumem_ib_reg_params_t params;
@@ -273,6 +277,8 @@ static ucs_status_t uct_gpumem_ib_mem_reg(uct_md_h uct_md, void *address,
     params.device                    = NULL;
     return uct_gpumem_ib_md_register(md, &params, memh_p);
 }
+
+UCT_GPUMEM_MD_MEM_REG_DEFINE(uct_gpumem_ib_mem_reg, uct_gpumem_ib_mem_reg_flags)
 
 ucs_status_t uct_gpumem_ib_mem_reg_memory(uct_md_h uct_md,
                                           const gpumem_reg_params_t *params,
@@ -314,9 +320,12 @@ uct_gpumem_ib_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
 }
 
 static ucs_status_t
-uct_gpumem_ib_mkey_pack(uct_md_h UCS_V_UNUSED uct_md, uct_mem_h uct_memh,
-                        const uct_md_mkey_pack_params_t UCS_V_UNUSED *params,
-                        void *rkey_buffer)
+uct_gpumem_ib_mkey_pack_view(uct_md_h UCS_V_UNUSED uct_md, uct_mem_h uct_memh,
+                             void UCS_V_UNUSED *address,
+                             size_t UCS_V_UNUSED length,
+                             const uct_md_mkey_pack_params_t UCS_V_UNUSED
+                                     *params,
+                             void *rkey_buffer)
 {
     uct_gpumem_ib_memh_t *memh = uct_memh;
     gpumem_reg_remote_view_t remote_view;
@@ -331,13 +340,16 @@ uct_gpumem_ib_mkey_pack(uct_md_h UCS_V_UNUSED uct_md, uct_mem_h uct_memh,
     return UCS_OK;
 }
 
+UCT_GPUMEM_MD_MKEY_PACK_DEFINE(uct_gpumem_ib_mkey_pack,
+                               uct_gpumem_ib_mkey_pack_view)
+
 /* UCT 1.13 passes no length: the buffer is the peer's rkey_packed_size
  * bytes, which is the wire form's size in every version of this component
  * that reads this version */
 static ucs_status_t
-uct_gpumem_ib_rkey_unpack(uct_component_t UCS_V_UNUSED *component,
-                          const void *rkey_buffer,
-                          uct_rkey_t *rkey_p, void **handle_p)
+uct_gpumem_ib_rkey_unpack_view(uct_component_t UCS_V_UNUSED *component,
+                               const void *rkey_buffer,
+                               uct_rkey_t *rkey_p, void **handle_p)
 {
     gpumem_reg_remote_view_t *remote_view;
     ucs_status_t status;
@@ -359,6 +371,9 @@ uct_gpumem_ib_rkey_unpack(uct_component_t UCS_V_UNUSED *component,
     *handle_p = NULL;
     return UCS_OK;
 }
+
+UCT_GPUMEM_RKEY_UNPACK_DEFINE(uct_gpumem_ib_rkey_unpack,
+                              uct_gpumem_ib_rkey_unpack_view)
 
 static ucs_status_t
 uct_gpumem_ib_rkey_release(uct_component_t UCS_V_UNUSED *component,
@@ -452,21 +467,15 @@ static void uct_gpumem_ib_md_close(uct_md_h uct_md)
 static uct_md_ops_t uct_gpumem_ib_md_ops = {
     .close                  = uct_gpumem_ib_md_close,
     .query                  = uct_gpumem_ib_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_advise             = (uct_md_mem_advise_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_alloc              = uct_gpumem_md_mem_alloc_unsupported,
+    .mem_free               = uct_gpumem_md_mem_free_unsupported,
+    .mem_advise             = uct_gpumem_md_mem_advise_unsupported,
     .mem_reg                = uct_gpumem_ib_mem_reg,
     .mem_dereg              = uct_gpumem_ib_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_query              = uct_gpumem_md_mem_query_unsupported,
     .mkey_pack              = uct_gpumem_ib_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                      ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                      ucs_empty_function_return_unsupported
+    .detect_memory_type     = uct_gpumem_md_detect_memory_type_unsupported,
+    UCT_GPUMEM_MD_OPS_COMPAT
 };
 
 static struct ibv_device *
@@ -595,11 +604,9 @@ uct_component_t uct_gpumem_ib_component = {
     .name               = "gpumem_ib",
     .query_md_resources = uct_gpumem_ib_query_md_resources,
     .md_open            = uct_gpumem_ib_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .cm_open            = uct_gpumem_component_cm_open_unsupported,
     .rkey_unpack        = uct_gpumem_ib_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .rkey_ptr           = uct_gpumem_component_rkey_ptr_unsupported,
     .rkey_release       = uct_gpumem_ib_rkey_release,
     .md_config          = {
         .name           = "gpumem RDMA registration memory domain",
@@ -611,5 +618,6 @@ uct_component_t uct_gpumem_ib_component = {
     .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
                                   &uct_gpumem_ib_component),
     .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+    .md_vfs_init        = uct_gpumem_component_md_vfs_init_none,
+    UCT_GPUMEM_COMPONENT_COMPAT
 };

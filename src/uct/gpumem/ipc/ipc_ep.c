@@ -13,6 +13,7 @@
 #endif
 
 #include "ipc_ep.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
@@ -152,15 +153,15 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     unsigned gpu;
     int local_dev;
 
-    UCT_CHECK_IOV_SIZE(iovcnt, 1ul, op_name);
+    UCT_GPUMEM_CHECK_IOV_SIZE(iovcnt, 1ul, op_name);
     if (iovcnt == 0) {
         return UCS_OK;
     }
 
-    UCT_CHECK_PARAM(iov[0].count <= 1, "gpumemipc: iov count %u: the "
-                    "buffer must be contiguous", iov[0].count);
-    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
-                    "remote key of gpumem_ipc", op_name);
+    UCT_GPUMEM_CHECK_PARAM(iov[0].count <= 1, "gpumemipc: iov count %u: the "
+                           "buffer must be contiguous", iov[0].count);
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
+                           "remote key of gpumem_ipc", op_name);
 
     length = uct_iov_get_length(iov);
     if (length == 0) {
@@ -205,9 +206,10 @@ ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     unsigned gpu;
     int local_dev;
 
-    UCT_CHECK_LENGTH(length, 0, UCT_GPUMEM_IPC_PUT_MAX_SHORT, "put_short");
-    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: put_short needs "
-                    "the remote key of gpumem_ipc");
+    UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_PUT_MAX_SHORT, "put_short");
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+                           "gpumemipc: put_short needs the remote key of "
+                           "gpumem_ipc");
     if (length == 0) {
         return UCS_OK;
     }
@@ -242,11 +244,12 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     unsigned gpu;
     int local_dev;
 
-    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: put_bcopy needs "
-                    "the remote key of gpumem_ipc");
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+                           "gpumemipc: put_bcopy needs the remote key of "
+                           "gpumem_ipc");
 
     length = pack_cb(iface->bounce, arg);
-    UCT_CHECK_LENGTH(length, 0, UCT_GPUMEM_IPC_MAX_BCOPY, "put_bcopy");
+    UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "put_bcopy");
     if (length == 0) {
         return 0;
     }
@@ -282,9 +285,10 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
     unsigned gpu;
     int local_dev;
 
-    UCT_CHECK_LENGTH(length, 0, UCT_GPUMEM_IPC_MAX_BCOPY, "get_bcopy");
-    UCT_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: get_bcopy needs "
-                    "the remote key of gpumem_ipc");
+    UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "get_bcopy");
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+                           "gpumemipc: get_bcopy needs the remote key of "
+                           "gpumem_ipc");
     if (length == 0) {
         unpack_cb(arg, iface->bounce, 0);
         return UCS_OK;

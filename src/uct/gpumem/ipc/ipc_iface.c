@@ -16,6 +16,7 @@
 #endif
 
 #include "ipc_iface.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 #include "ipc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -496,14 +497,11 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
     .ep_put_zcopy             = uct_gpumem_ipc_ep_put_zcopy,
     .ep_get_bcopy             = uct_gpumem_ipc_ep_get_bcopy,
     .ep_get_zcopy             = uct_gpumem_ipc_ep_get_zcopy,
-    .ep_pending_add           = (uct_ep_pending_add_func_t)
-                                        ucs_empty_function_return_busy,
-    .ep_pending_purge         = (uct_ep_pending_purge_func_t)
-                                        ucs_empty_function,
+    .ep_pending_add           = uct_gpumem_ep_pending_add_busy,
+    .ep_pending_purge         = uct_gpumem_ep_pending_purge_none,
     .ep_flush                 = uct_gpumem_ipc_ep_flush,
     .ep_fence                 = uct_gpumem_ipc_ep_fence,
-    .ep_check                 = (uct_ep_check_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .ep_check                 = uct_gpumem_ep_check_unsupported,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_ipc_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_ipc_ep_t),
@@ -512,10 +510,8 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_gpumem_ipc_iface_progress,
-    .iface_event_fd_get       = (uct_iface_event_fd_get_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .iface_event_arm          = (uct_iface_event_arm_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .iface_event_fd_get       = uct_gpumem_iface_event_fd_get_unsupported,
+    .iface_event_arm          = uct_gpumem_iface_event_arm_unsupported,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_ipc_iface_t),
     .iface_query              = uct_gpumem_ipc_iface_query,
@@ -525,12 +521,7 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
 };
 
 static uct_iface_internal_ops_t uct_gpumem_ipc_iface_internal_ops = {
-    .iface_estimate_perf = uct_gpumem_ipc_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                                   ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                                   ucs_empty_function_return_unsupported
+    UCT_GPUMEM_IFACE_INTERNAL_OPS(uct_gpumem_ipc_iface_estimate_perf)
 };
 
 static ucs_mpool_ops_t uct_gpumem_ipc_op_mpool_ops = {
@@ -549,7 +540,7 @@ uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
     uct_gpumem_ipc_best_path(uct_gpumem_ipc_iface_context(self),
                              self->md->gpu, &self->path);
 
-    self->config.perf.bandwidth = UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+    self->config.perf.bandwidth = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
                                   self->path.bandwidth : config->bandwidth;
     self->config.perf.latency   = (config->latency == UCS_TIME_AUTO) ?
                                   self->path.latency :
@@ -600,9 +591,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_ipc_op_t), 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_gpumem_ipc_op_mpool_ops, "gpumem_ipc_ops");
+    status = uct_gpumem_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_ipc_op_t),
+                                   0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                                   &uct_gpumem_ipc_op_mpool_ops,
+                                   "gpumem_ipc_ops");
     if (status != UCS_OK) {
         ucs_free(self->bounce);
         return status;

@@ -52,7 +52,7 @@ typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
 typedef struct uct_gpumem_ipc_iface_config {
     uct_iface_config_t super;
     unsigned           max_poll;   /* Completions one progress call gives */
-    double             bandwidth;  /* UCS_CONFIG_BW_AUTO: by the topology */
+    double             bandwidth;  /* UCS_CONFIG_DBL_AUTO: by the topology */
     ucs_time_t         latency;    /* UCS_TIME_AUTO: by the topology */
     double             overhead;
 } uct_gpumem_ipc_iface_config_t;

@@ -16,6 +16,7 @@
 #endif
 
 #include "ipc_md.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 #include "ipc_reach.h"
 
 #include <uct/gpumem/gpumem_md.h>
@@ -76,16 +77,16 @@ uct_gpumem_ipc_component_put_cache(uct_gpumem_ipc_component_t *component)
     }
 }
 
-static ucs_status_t uct_gpumem_ipc_md_query(uct_md_h uct_md,
-                                            uct_md_attr_t *md_attr)
+static ucs_status_t uct_gpumem_ipc_md_query_attr(uct_md_h uct_md,
+                                                 uct_gpumem_md_attr_t *md_attr)
 {
     uct_gpumem_ipc_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
 
-    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    md_attr->cap.max_alloc        = 0;
-    md_attr->cap.max_reg          = SIZE_MAX;
-    md_attr->cap.reg_mem_types    = UCS_BIT(md->mem_type);
-    md_attr->cap.access_mem_types = UCS_BIT(md->mem_type);
+    md_attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    md_attr->max_alloc        = 0;
+    md_attr->max_reg          = SIZE_MAX;
+    md_attr->reg_mem_types    = UCS_BIT(md->mem_type);
+    md_attr->access_mem_types = UCS_BIT(md->mem_type);
     /* UCX 1.13 resolves a remote key for ucp_put/ucp_get
      * (ucp_rkey_resolve_inner) by checking each RMA lane's domain against
      * host memory, whatever the memory of the key: a domain that names no
@@ -93,18 +94,21 @@ static ucs_status_t uct_gpumem_ipc_md_query(uct_md_h uct_md,
      * CPU, which faults on device memory. The domain names host memory here
      * only: without UCT_MD_FLAG_ALLOC, UCT allocates nothing through it, and
      * UCP chooses it for no host memory lane. */
-    md_attr->cap.alloc_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.detect_mem_types = 0;
-    md_attr->rkey_packed_size     = uct_gpumem_ipc_key_packed_size();
+    md_attr->alloc_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->detect_mem_types = 0;
+    md_attr->rkey_packed_size = uct_gpumem_ipc_key_packed_size();
     /* An export: a lock and a few words written, nothing pinned */
-    md_attr->reg_cost             = ucs_linear_func_make(100e-9, 0);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    md_attr->reg_cost         = ucs_linear_func_make(100e-9, 0);
     return UCS_OK;
 }
 
+UCT_GPUMEM_MD_QUERY_DEFINE(uct_gpumem_ipc_md_query,
+                           uct_gpumem_ipc_md_query_attr)
+
 static ucs_status_t
-uct_gpumem_ipc_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
-                          unsigned flags, uct_mem_h *memh_p)
+uct_gpumem_ipc_md_mem_reg_flags(uct_md_h uct_md, void *address,
+                                size_t length, unsigned flags,
+                                uct_mem_h *memh_p)
 {
     uct_gpumem_ipc_md_t *md   = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
     ucs_log_level_t log_level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
@@ -173,6 +177,9 @@ uct_gpumem_ipc_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
     return UCS_OK;
 }
 
+UCT_GPUMEM_MD_MEM_REG_DEFINE(uct_gpumem_ipc_md_mem_reg,
+                             uct_gpumem_ipc_md_mem_reg_flags)
+
 static ucs_status_t
 uct_gpumem_ipc_md_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
                             const uct_md_mem_dereg_params_t *params)
@@ -184,16 +191,22 @@ uct_gpumem_ipc_md_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
 }
 
 static ucs_status_t
-uct_gpumem_ipc_md_mkey_pack(uct_md_h UCS_V_UNUSED uct_md, uct_mem_h uct_memh,
-                            const uct_md_mkey_pack_params_t UCS_V_UNUSED
-                                    *params,
-                            void *rkey_buffer)
+uct_gpumem_ipc_md_mkey_pack_key(uct_md_h UCS_V_UNUSED uct_md,
+                                uct_mem_h uct_memh,
+                                void UCS_V_UNUSED *address,
+                                size_t UCS_V_UNUSED length,
+                                const uct_md_mkey_pack_params_t UCS_V_UNUSED
+                                        *params,
+                                void *rkey_buffer)
 {
     const uct_gpumem_ipc_memh_t *memh = uct_memh;
 
     uct_gpumem_ipc_key_pack(&memh->key, rkey_buffer);
     return UCS_OK;
 }
+
+UCT_GPUMEM_MD_MKEY_PACK_DEFINE(uct_gpumem_ipc_md_mkey_pack,
+                               uct_gpumem_ipc_md_mkey_pack_key)
 
 static void uct_gpumem_ipc_md_close(uct_md_h uct_md)
 {
@@ -206,21 +219,15 @@ static void uct_gpumem_ipc_md_close(uct_md_h uct_md)
 static uct_md_ops_t uct_gpumem_ipc_md_ops = {
     .close                  = uct_gpumem_ipc_md_close,
     .query                  = uct_gpumem_ipc_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_advise             = (uct_md_mem_advise_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_alloc              = uct_gpumem_md_mem_alloc_unsupported,
+    .mem_free               = uct_gpumem_md_mem_free_unsupported,
+    .mem_advise             = uct_gpumem_md_mem_advise_unsupported,
     .mem_reg                = uct_gpumem_ipc_md_mem_reg,
     .mem_dereg              = uct_gpumem_ipc_md_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_query              = uct_gpumem_md_mem_query_unsupported,
     .mkey_pack              = uct_gpumem_ipc_md_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                      ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                      ucs_empty_function_return_unsupported
+    .detect_memory_type     = uct_gpumem_md_detect_memory_type_unsupported,
+    UCT_GPUMEM_MD_OPS_COMPAT
 };
 
 static ucs_status_t
@@ -285,9 +292,9 @@ err_free:
 /* A key is bytes from a peer: its form, its owner and the path from this
  * process's GPU to the owner's are checked before anything is mapped */
 static ucs_status_t
-uct_gpumem_ipc_rkey_unpack(uct_component_t *uct_component,
-                           const void *rkey_buffer, uct_rkey_t *rkey_p,
-                           void **handle_p)
+uct_gpumem_ipc_rkey_unpack_key(uct_component_t *uct_component,
+                               const void *rkey_buffer, uct_rkey_t *rkey_p,
+                               void **handle_p)
 {
     uct_gpumem_ipc_component_t *component =
             ucs_derived_of(uct_component, uct_gpumem_ipc_component_t);
@@ -352,6 +359,9 @@ err_put_cache:
     return status;
 }
 
+UCT_GPUMEM_RKEY_UNPACK_DEFINE(uct_gpumem_ipc_rkey_unpack,
+                              uct_gpumem_ipc_rkey_unpack_key)
+
 static ucs_status_t
 uct_gpumem_ipc_rkey_release(uct_component_t *uct_component, uct_rkey_t rkey,
                             void UCS_V_UNUSED *handle)
@@ -371,11 +381,9 @@ uct_gpumem_ipc_component_t uct_gpumem_ipc_component = {
         .name               = UCT_GPUMEM_IPC_COMPONENT_NAME,
         .query_md_resources = uct_md_query_single_md_resource,
         .md_open            = uct_gpumem_ipc_md_open,
-        .cm_open            = (uct_component_cm_open_func_t)
-                                      ucs_empty_function_return_unsupported,
+        .cm_open            = uct_gpumem_component_cm_open_unsupported,
         .rkey_unpack        = uct_gpumem_ipc_rkey_unpack,
-        .rkey_ptr           = (uct_component_rkey_ptr_func_t)
-                                      ucs_empty_function_return_unsupported,
+        .rkey_ptr           = uct_gpumem_component_rkey_ptr_unsupported,
         .rkey_release       = uct_gpumem_ipc_rkey_release,
         .md_config          = {
             .name           = "gpumem IPC memory domain",
@@ -387,8 +395,8 @@ uct_gpumem_ipc_component_t uct_gpumem_ipc_component = {
         .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
                                       &uct_gpumem_ipc_component.super),
         .flags              = 0,
-        .md_vfs_init        = (uct_component_md_vfs_init_func_t)
-                                      ucs_empty_function
+        .md_vfs_init        = uct_gpumem_component_md_vfs_init_none,
+        UCT_GPUMEM_COMPONENT_COMPAT
     },
     .lock                   = PTHREAD_MUTEX_INITIALIZER,
     .cache                  = NULL,

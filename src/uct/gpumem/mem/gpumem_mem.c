@@ -21,7 +21,7 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/math.h>
+#include <uct/gpumem/base/gpumem_compat_ucs.h>
 #include <ucs/sys/sys.h>
 #include <string.h>
 

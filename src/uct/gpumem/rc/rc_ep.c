@@ -17,6 +17,7 @@
 #endif
 
 #include "rc_ep.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
@@ -582,7 +583,7 @@ ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     struct ibv_sge sge;
     ucs_status_t status;
 
-    UCT_CHECK_LENGTH(length, 0, iface->config.max_inline, "put_short");
+    UCT_GPUMEM_CHECK_LENGTH(length, iface->config.max_inline, "put_short");
 
     /* The CPU reads the bytes of an inline request: device memory, which
      * it cannot read, goes by zero-copy */
@@ -688,7 +689,7 @@ ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
     struct ibv_sge sge;
     ucs_status_t status;
 
-    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+    UCT_GPUMEM_CHECK_LENGTH(length, iface->config.seg_size, "get_bcopy");
 
     status = uct_gpumem_rc_ep_can_post(iface, ep);
     if (status != UCS_OK) {

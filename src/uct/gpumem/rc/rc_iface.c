@@ -16,6 +16,7 @@
 #endif
 
 #include "rc_iface.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 #include "rc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -487,8 +488,7 @@ static uct_iface_ops_t uct_gpumem_rc_iface_ops = {
     .ep_pending_purge         = uct_gpumem_rc_ep_pending_purge,
     .ep_flush                 = uct_gpumem_rc_ep_flush,
     .ep_fence                 = uct_gpumem_rc_ep_fence,
-    .ep_check                 = (uct_ep_check_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .ep_check                 = uct_gpumem_ep_check_unsupported,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_rc_ep_t),
     .ep_destroy               = uct_gpumem_rc_ep_destroy,
     .ep_get_address           = uct_gpumem_rc_ep_get_address,
@@ -498,26 +498,18 @@ static uct_iface_ops_t uct_gpumem_rc_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_gpumem_rc_iface_progress,
-    .iface_event_fd_get       = (uct_iface_event_fd_get_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .iface_event_arm          = (uct_iface_event_arm_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .iface_event_fd_get       = uct_gpumem_iface_event_fd_get_unsupported,
+    .iface_event_arm          = uct_gpumem_iface_event_arm_unsupported,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_rc_iface_t),
     .iface_query              = uct_gpumem_rc_iface_query,
     .iface_get_device_address = uct_gpumem_rc_iface_get_device_address,
-    .iface_get_address        = (uct_iface_get_address_func_t)
-                                        ucs_empty_function_return_success,
+    .iface_get_address        = uct_gpumem_iface_get_address_none,
     .iface_is_reachable       = uct_gpumem_rc_iface_is_reachable
 };
 
 static uct_iface_internal_ops_t uct_gpumem_rc_iface_internal_ops = {
-    .iface_estimate_perf = uct_gpumem_rc_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                                   ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                                   ucs_empty_function_return_unsupported
+    UCT_GPUMEM_IFACE_INTERNAL_OPS(uct_gpumem_rc_iface_estimate_perf)
 };
 
 static ucs_mpool_ops_t uct_gpumem_rc_op_mpool_ops = {
@@ -789,7 +781,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     self->config.perf.latency       = config->latency;
     self->config.perf.overhead      = config->overhead;
     self->config.perf.shared        = 0;
-    self->config.perf.bandwidth     = UCS_CONFIG_BW_IS_AUTO(
+    self->config.perf.bandwidth     = UCS_CONFIG_DBL_IS_AUTO(
                                               config->bandwidth) ?
                                       uct_gpumem_rc_port_bandwidth(
                                               self->port_attr.active_width,
@@ -805,7 +797,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     uct_gpumem_ib_place_estimates(&self->md->place,
                                   self->config.perf.bandwidth,
                                   self->config.perf.latency,
-                                  UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+                                  UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
                                   &self->config.perf.bandwidth : &bandwidth,
                                   &self->config.perf.latency);
 
@@ -819,18 +811,21 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         return UCS_ERR_IO_ERROR;
     }
 
-    status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_rc_op_t), 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
-                            &uct_gpumem_rc_op_mpool_ops, "gpumem_rc_ops");
+    status = uct_gpumem_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_rc_op_t),
+                                   0, UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
+                                   &uct_gpumem_rc_op_mpool_ops,
+                                   "gpumem_rc_ops");
     if (status != UCS_OK) {
         goto err_destroy_cq;
     }
 
-    status = ucs_mpool_init(&self->desc_mp, sizeof(self),
-                            sizeof(uct_gpumem_rc_desc_t) + config->seg_size,
-                            sizeof(uct_gpumem_rc_desc_t),
-                            UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
-                            &uct_gpumem_rc_desc_mpool_ops, "gpumem_rc_descs");
+    status = uct_gpumem_mpool_init(&self->desc_mp, sizeof(self),
+                                   sizeof(uct_gpumem_rc_desc_t) +
+                                           config->seg_size,
+                                   sizeof(uct_gpumem_rc_desc_t),
+                                   UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
+                                   &uct_gpumem_rc_desc_mpool_ops,
+                                   "gpumem_rc_descs");
     if (status != UCS_OK) {
         goto err_cleanup_op_mp;
     }

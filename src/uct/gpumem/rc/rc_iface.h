@@ -40,7 +40,7 @@ typedef struct uct_gpumem_rc_iface_config {
     unsigned           max_rd_atomic;  /* Reads in flight per queue pair */
     size_t             seg_size;       /* Bounce buffer of bcopy */
     unsigned           max_inline;     /* Bytes of put short */
-    double             bandwidth;      /* UCS_CONFIG_BW_AUTO: the port's */
+    double             bandwidth;      /* UCS_CONFIG_DBL_AUTO: the port's */
     double             latency;
     double             overhead;
 } uct_gpumem_rc_iface_config_t;

@@ -12,7 +12,7 @@
 #include "emu_state.h"
 
 #include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/math.h>
+#include <uct/gpumem/base/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
 #include <string.h>
 
