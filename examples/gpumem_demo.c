@@ -181,7 +181,12 @@ static void demo_print_lanes(demo_peer_t *peer)
         }
         roles = strstr(line, "sysdev[");
         roles = (roles != NULL) ? strchr(roles, ']') : NULL;
-        printf(" %s (%s)", tl, (roles != NULL) ? roles + 2 : "");
+        roles = (roles != NULL) ? roles + 2 : "";
+        /* UCX 1.22 and later print the lane's segment size first */
+        if (!strncmp(roles, "seg ", 4) && (strchr(roles + 4, ' ') != NULL)) {
+            roles = strchr(roles + 4, ' ') + 1;
+        }
+        printf(" %s (%s)", tl, roles);
     }
     printf("\n");
     free(text);

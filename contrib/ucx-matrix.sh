@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Builds and checks gpumem against each UCX source tree given, one summary
+# line per version.
+#
+# Usage: contrib/ucx-matrix.sh [--no-bench] UCX_SRC_DIR...
+#
+# For each tree: UCX is built and installed once into the set-up cache
+# (contrib/ucx-build.sh, keyed by its commit), gpumem is built against it
+# with -Werror from a copy of this checkout (uncommitted changes included),
+# then "make check", the demo, native loading through UCX_PLUGIN_PATH (where
+# UCX has it) and, twice, the device/host ratios of bench/transfer_bench.sh.
+# Last, the plugin of each version is loaded into the next version's UCX,
+# which its guard must refuse. Logs are under $GPUMEM_MATRIX_DIR
+# (default $GPUMEM_CACHE_DIR/matrix). Exits non-zero if any version fails.
+#
+# The UCX trees come from the UCX repository, e.g. the tags v1.16.0,
+# v1.18.1, v1.20.1, v1.22.0 and master; the installed UCX (Debian's) is the
+# embedded default and is not part of the matrix (contrib/check.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+GPUMEM_CACHE_DIR=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}
+GPUMEM_MATRIX_DIR=${GPUMEM_MATRIX_DIR:-$GPUMEM_CACHE_DIR/matrix}
+JOBS=${GPUMEM_JOBS:-2}
+bench=1
+
+log() { echo "ucx-matrix: $*" >&2; }
+
+if [ "${1:-}" = "--no-bench" ]; then
+    bench=0
+    shift
+fi
+if [ $# -eq 0 ]; then
+    echo "usage: $0 [--no-bench] UCX_SRC_DIR..." >&2
+    exit 2
+fi
+
+# The sources of this checkout, as git sees them (tracked and untracked,
+# not ignored), copied so that an in-tree build does not get in the way
+copy_sources() {
+    local dest=$1
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$top" ls-files -z --cached --others --exclude-standard |
+            (cd "$top" && xargs -0 tar -cf - --no-recursion 2>/dev/null) |
+            tar -C "$dest" -xf -
+    else
+        tar -C "$top" -cf - . | tar -C "$dest" -xf -
+    fi
+}
+
+# gtest's counts and the scripts' PASS/FAIL lines of a "make check" log
+check_counts() {
+    local log=$1 passed failed skipped scripts_pass scripts_fail
+    passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$log" |
+             tail -n 1)
+    skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\?,.*/\1/p' "$log" |
+              tail -n 1)
+    failed=$(sed -n 's/^ *\([0-9]*\) FAILED TESTS\?$/\1/p' "$log" | tail -n 1)
+    scripts_pass=$(grep -c '^PASS: ' "$log")
+    scripts_fail=$(grep -c '^FAIL: ' "$log")
+    echo "gtest ${passed:-0} passed, ${failed:-0} failed," \
+         "${skipped:-0} skipped; scripts $scripts_pass passed," \
+         "$scripts_fail failed"
+}
+
+# The device/host ratios of one transfer_bench run: "lat R, bw R"
+bench_ratios() {
+    local build=$1 out
+    out=$(bash "$build/src-copy/bench/transfer_bench.sh" "$build/gpumem" \
+              posix,gpumemcpy 2>&1) || { echo "bench failed"; return 1; }
+    echo "$out" | awk '/^tag_lat/ { lat = $NF } /^tag_bw/ { bw = $NF }
+                       END { printf "tag_lat 8 B %s, tag_bw 4 MiB %s", lat, bw }'
+}
+
+# ucx_env PREFIX: this shell runs the UCX of PREFIX from now on
+ucx_env() {
+    export PATH=$1/bin:$PATH
+    export LD_LIBRARY_PATH=$1/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
+# ucx_version PREFIX: the version its ucx_info prints, in either format
+ucx_version() {
+    "$1/bin/ucx_info" -v |
+        sed -n -e 's/^# Library version: //p' -e 's/^# Version //p' |
+        head -n 1
+}
+
+# run_version SRC: builds and checks one version (in a subshell: it changes
+# the environment); prints its summary line
+run_version() {
+    local src=$1 prefix version build gpumem result="" loads r1 r2
+
+    if ! prefix=$("$top/contrib/ucx-build.sh" "$src" | tail -n 1) ||
+       [ ! -d "$prefix" ]; then
+        echo "UCX from $src: UCX build FAILED"
+        return
+    fi
+    version=$(ucx_version "$prefix")
+    build=$GPUMEM_MATRIX_DIR/$(basename "$prefix")
+    gpumem=$build/gpumem
+    rm -rf "$build"
+    mkdir -p "$gpumem"
+    log "UCX $version: gpumem in $build"
+
+    copy_sources "$build/src-copy"
+
+    if ! (cd "$build/src-copy" && ./autogen.sh) >"$build/autogen.log" 2>&1 ||
+       ! (cd "$gpumem" && "$build/src-copy/configure" --with-ucx="$prefix" \
+              --with-ucx-src="$src") >"$build/configure.log" 2>&1; then
+        echo "UCX $version: configure FAILED (see $build/configure.log)"
+        return
+    fi
+    if ! make -C "$gpumem" -j"$JOBS" >"$build/make.log" 2>&1; then
+        echo "UCX $version: build with -Werror FAILED (see $build/make.log)"
+        return
+    fi
+    result="build ok"
+
+    ucx_env "$prefix"
+
+    if make -C "$gpumem" -j"$JOBS" check \
+            >"$build/check.log" 2>&1; then
+        result+="; check ok ($(check_counts "$build/check.log"))"
+    else
+        result+="; check FAILED ($(check_counts "$build/check.log"))"
+    fi
+
+    if (cd "$gpumem" && shm=$(mktemp -d) &&
+        UCX_GPUMEM_EMU_SHM_DIR="$shm" UCX_TLS=posix,gpumemcpy,gpumemipc \
+            timeout 180 ./examples/gpumem_demo 4m 5; rc=$?;
+        rm -rf "$shm"; exit $rc) >"$build/demo.log" 2>&1 &&
+       grep -q "passed" "$build/demo.log"; then
+        result+="; demo ok"
+    else
+        result+="; demo FAILED"
+    fi
+
+    loads=$(sed -n 's/^ucx_loads_plugins=\([a-z]*\).*/\1/p' \
+                "$gpumem/src/tools/gpumem-preload")
+    if [ "$loads" = yes ]; then
+        if (shm=$(mktemp -d); unset LD_PRELOAD;
+            UCX_GPUMEM_EMU_SHM_DIR="$shm" UCX_PLUGIN_PATH="$gpumem/src/uct/gpumem/.libs" \
+                ucx_info -d; rm -rf "$shm") >"$build/native.log" 2>&1 &&
+           grep -q "^# Memory domain: gpumem$" "$build/native.log" &&
+           grep -q "Transport: gpumemipc" "$build/native.log"; then
+            result+="; native load ok"
+        else
+            result+="; native load FAILED"
+        fi
+    else
+        result+="; loaded by LD_PRELOAD (no native loading in this UCX)"
+    fi
+
+    if [ $bench = 1 ]; then
+        r1=$(bench_ratios "$build")
+        r2=$(bench_ratios "$build")
+        result+="; device/host: $r1 | $r2"
+    fi
+
+    echo "UCX $version ($(cut -d' ' -f2 "$prefix/.source" | cut -c1-12)): $result"
+}
+
+# guard_check OLD_BUILD OLD_VERSION PREFIX VERSION: the plugin built against
+# one UCX, preloaded into another, registers nothing and says why
+guard_check() {
+    local old=$1 old_version=$2 prefix=$3 version=$4 out
+    out=$(shm=$(mktemp -d); UCX_GPUMEM_EMU_SHM_DIR=$shm \
+          LD_LIBRARY_PATH=$prefix/lib \
+          LD_PRELOAD=$old/src/uct/gpumem/.libs/libuct_gpumem.so \
+          "$prefix/bin/ucx_info" -d 2>&1; rm -rf "$shm")
+    if echo "$out" | grep -q "not registering: built against UCX $old_version" &&
+       ! echo "$out" | grep -q "^# Memory domain: gpumem$"; then
+        echo "guard: the $old_version plugin in UCX $version is refused, saying why"
+        return 0
+    fi
+    echo "guard: the $old_version plugin in UCX $version is NOT refused"
+    return 1
+}
+
+summary=()
+failed=0
+prev_build="" prev_version=""
+for src in "$@"; do
+    line=$(run_version "$(cd "$src" && pwd)")
+    summary+=("$line")
+    echo "$line"
+    case $line in
+        *FAILED*) failed=1 ;;
+    esac
+    prefix=$("$top/contrib/ucx-build.sh" "$src" 2>/dev/null | tail -n 1)
+    [ -d "$prefix" ] || continue
+    build=$GPUMEM_MATRIX_DIR/$(basename "$prefix")/gpumem
+    version=$(ucx_version "$prefix")
+    if [ -n "$prev_build" ] && [ -f "$build/Makefile" ]; then
+        line=$(guard_check "$prev_build" "$prev_version" "$prefix" "$version")
+        [ $? = 0 ] || failed=1
+        summary+=("$line")
+        echo "$line"
+    fi
+    if [ -f "$build/src/uct/gpumem/.libs/libuct_gpumem.so" ]; then
+        prev_build=$build prev_version=$version
+    fi
+done
+
+echo
+echo "== gpumem UCX matrix =="
+printf '%s\n' "${summary[@]}"
+exit $failed
