@@ -77,7 +77,7 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [mem_elem_release])
     GPUMEM_UCX_PROBE([HAVE_UCT_MD_BASE_MD_QUERY],
         [has uct_md_base_md_query], gpumem_md_h,
-        [uct_md_attr_v2_t a; uct_md_base_md_query(&a);])
+        [void (*f)(uct_md_attr_v2_t*) = uct_md_base_md_query; (void)f;])
     GPUMEM_UCX_PROBE([HAVE_UCT_MD_MEM_ATTR_FIELD_DMABUF],
         [memory attributes carry a dma-buf], gpumem_md_h,
         [int f = UCT_MD_MEM_ATTR_FIELD_DMABUF_FD |

@@ -22,6 +22,7 @@ extern "C" {
 #include <ucs/async/async.h>
 }
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -449,7 +450,7 @@ TEST_F(rc_uct, put_zcopy_gathers_entries_in_order) {
     rc_buffer &peer = alloc(8192, true, 40);
     std::vector<uint8_t> expected = contents(peer);
     uct_iov_t iovs[3] = {iov(a, 1, 999), iov(b, 7, 2000), iov(c, 0, 500)};
-    size_t count      = ucs_min(m_iface_attr.cap.put.max_iov, 3);
+    size_t count      = std::min<size_t>(m_iface_attr.cap.put.max_iov, 3);
     size_t at         = 11;
     completion comp;
 

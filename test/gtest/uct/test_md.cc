@@ -5,7 +5,12 @@
  * See file LICENSE for terms.
  */
 
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
 #include <common/gpumem_test.h>
+#include <common/log_capture.h>
 
 extern "C" {
 #include <ucs/sys/topo/base/topo.h>
@@ -15,6 +20,8 @@ extern "C" {
 
 #include <cstring>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 
@@ -172,6 +179,78 @@ TEST_F(md, mem_query_gives_the_allocation_and_its_gpu) {
     uct_mem_free(&mem);
 }
 
+#ifdef HAVE_UCT_MD_MEM_ATTR_FIELD_DMABUF
+/* UCX asks a memory domain for a dma-buf of device memory to register it
+ * with a NIC: the emu driver exports one where the kernel has udmabuf, and
+ * the offset places the address in it */
+TEST_F(md, mem_query_gives_a_dmabuf_where_the_driver_exports_one) {
+    uct_allocated_memory_t mem;
+    uct_md_mem_attr_t attr;
+    size_t length = 1 << 20;
+    struct stat st;
+    char *address;
+
+    ASSERT_NO_FATAL_FAILURE(open());
+    address         = (char*)alloc(&length, &mem);
+    attr.field_mask = UCT_MD_MEM_ATTR_FIELD_DMABUF_FD |
+                      UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET;
+    attr.dmabuf_fd  = 12345;
+    {
+        gpumem_test::log_capture log; /* the emu says why it exports none */
+        ASSERT_EQ(UCS_OK, uct_md_mem_query(m_md, address + 4096, 10, &attr));
+    }
+    if (access("/dev/udmabuf", R_OK | W_OK) != 0) {
+        EXPECT_EQ(UCT_DMABUF_FD_INVALID, attr.dmabuf_fd);
+        uct_mem_free(&mem);
+        GTEST_SKIP() << "no /dev/udmabuf on this kernel: no dma-buf, and "
+                        "none was given";
+    }
+
+    ASSERT_NE(UCT_DMABUF_FD_INVALID, attr.dmabuf_fd);
+    ASSERT_EQ(0, fstat(attr.dmabuf_fd, &st));
+    EXPECT_LE(attr.dmabuf_offset + 10, (size_t)st.st_size);
+    EXPECT_EQ(4096u, attr.dmabuf_offset % length);
+    close(attr.dmabuf_fd);
+    uct_mem_free(&mem);
+}
+#endif
+
+#ifdef HAVE_UCT_MD_MEM_ALLOC_SYS_DEV
+/* UCX (1.19 and later) may ask for device memory of a given GPU */
+TEST_F(md, allocates_on_the_gpu_ucx_asks_for) {
+    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+    uct_mem_alloc_params_t params;
+    uct_allocated_memory_t mem;
+    uct_md_mem_attr_t attr;
+    ucs_sys_device_t gpu1;
+
+    ASSERT_NO_FATAL_FAILURE(open());
+    ASSERT_EQ(UCS_OK, ucs_topo_find_device_by_bdf_name("00e0:04:00.0",
+                                                       &gpu1));
+    params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MDS |
+                        UCT_MEM_ALLOC_PARAM_FIELD_SYS_DEVICE;
+    params.mem_type   = UCS_MEMORY_TYPE_CUDA;
+    params.mds.mds    = &m_md;
+    params.mds.count  = 1;
+    params.sys_device = gpu1;
+    ASSERT_EQ(UCS_OK, uct_mem_alloc(4096, &method, 1, &params, &mem));
+
+    attr.field_mask = UCT_MD_MEM_ATTR_FIELD_SYS_DEV;
+    ASSERT_EQ(UCS_OK, uct_md_mem_query(m_md, mem.address, 4096, &attr));
+    EXPECT_EQ(gpu1, attr.sys_dev);
+    uct_mem_free(&mem);
+
+    /* A device that is none of the domain's GPUs: no allocation */
+    params.sys_device = UCS_SYS_DEVICE_ID_MAX - 1;
+    {
+        gpumem_test::log_capture log;
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+                  uct_mem_alloc(4096, &method, 1, &params, &mem));
+    }
+}
+#endif
+
 TEST_F(md, no_room_is_no_memory) {
     uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
     uct_mem_alloc_params_t params;
@@ -324,6 +403,45 @@ TEST_F(md, allocation_and_free_raise_ucm_memory_type_events) {
     ASSERT_EQ(1u, events.frees.size());
     EXPECT_EQ(address, events.frees[0].first);
 }
+
+#ifdef HAVE_UCM_MEM_TYPE_EVENT_SYS_DEV
+namespace {
+
+typedef std::vector<std::pair<ucs_sys_device_t, uint8_t> > mem_type_attrs;
+
+void record_mem_type_attrs(ucm_event_type_t type, ucm_event_t *event,
+                           void *arg)
+{
+    if (type == UCM_EVENT_MEM_TYPE_ALLOC) {
+        ((mem_type_attrs*)arg)->push_back(
+                std::make_pair(event->mem_type.sys_dev,
+                               event->mem_type.mem_flags));
+    }
+}
+
+}
+
+/* UCX 1.22 and later take the GPU from the event, and register only memory
+ * whose event says it is registrable */
+TEST_F(md, allocation_event_names_the_gpu_and_registrable_memory) {
+    uct_allocated_memory_t mem;
+    mem_type_attrs attrs;
+    size_t length = 4096;
+
+    ASSERT_NO_FATAL_FAILURE(open());
+    ASSERT_EQ(UCS_OK, ucm_set_event_handler(UCM_EVENT_MEM_TYPE_ALLOC |
+                                            UCM_EVENT_FLAG_NO_INSTALL, 0,
+                                            record_mem_type_attrs, &attrs));
+    alloc(&length, &mem);
+    ucm_unset_event_handler(UCM_EVENT_MEM_TYPE_ALLOC, record_mem_type_attrs,
+                            &attrs);
+    uct_mem_free(&mem);
+
+    ASSERT_EQ(1u, attrs.size());
+    EXPECT_STREQ("00e0:03:00.0", ucs_topo_sys_device_get_name(attrs[0].first));
+    EXPECT_EQ(UCS_MEM_FLAG_REGISTRABLE, attrs[0].second);
+}
+#endif
 
 /* UCX creates its memory type cache at its first lookup, asking for the
  * allocations made before: device memory allocated earlier is reported */
