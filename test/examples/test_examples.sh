@@ -31,7 +31,10 @@ check() {
 }
 
 export UCX_GPUMEM_EMU_SHM_DIR=$shm
-export UCX_GPUMEM_EMU_VRAM_SIZE=256m
+# UCP of UCX 1.16 and later stages rendezvous in fragments of device memory
+# allocated 128 at a time (512 MiB of 4 MiB fragments); an untouched byte of
+# the emulated VRAM costs nothing
+export UCX_GPUMEM_EMU_VRAM_SIZE=1g
 
 for tls in posix,gpumemcpy posix,gpumemcpy,gpumemipc posix,cma,gpumemcpy \
            tcp,gpumemcpy,gpumemipc; do

@@ -335,19 +335,9 @@ ucs_status_t uct_gpumem_ep_get_device_ep_unsupported(
 }
 #endif
 
-#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_PUT_SGL_ZCOPY
-ucs_status_t uct_gpumem_ep_put_sgl_zcopy_unsupported(
-        uct_ep_h ep, void * const *buffers, const size_t *lengths,
-        uct_mem_h const *memhs, const uint64_t *remote_addrs,
-        uct_rkey_t const *rkeys, const size_t *counts, const size_t *strides,
-        size_t count, uct_completion_t *comp)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-#endif
-
-#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_GET_SGL_ZCOPY
-ucs_status_t uct_gpumem_ep_get_sgl_zcopy_unsupported(
+#if defined(HAVE_UCT_IFACE_INTERNAL_OPS_EP_PUT_SGL_ZCOPY) || \
+    defined(HAVE_UCT_IFACE_INTERNAL_OPS_EP_GET_SGL_ZCOPY)
+ucs_status_t uct_gpumem_ep_sgl_zcopy_unsupported(
         uct_ep_h ep, void * const *buffers, const size_t *lengths,
         uct_mem_h const *memhs, const uint64_t *remote_addrs,
         uct_rkey_t const *rkeys, const size_t *counts, const size_t *strides,

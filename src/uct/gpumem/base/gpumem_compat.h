@@ -434,26 +434,26 @@ ucs_status_t uct_gpumem_ep_get_device_ep_unsupported(
 #  define UCT_GPUMEM_IOP_DEVICE_EP
 #endif
 
-#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_PUT_SGL_ZCOPY
-ucs_status_t uct_gpumem_ep_put_sgl_zcopy_unsupported(
+/* Put and get of a scatter-gather list share their arguments */
+#if defined(HAVE_UCT_IFACE_INTERNAL_OPS_EP_PUT_SGL_ZCOPY) || \
+    defined(HAVE_UCT_IFACE_INTERNAL_OPS_EP_GET_SGL_ZCOPY)
+ucs_status_t uct_gpumem_ep_sgl_zcopy_unsupported(
         uct_ep_h ep, void * const *buffers, const size_t *lengths,
         uct_mem_h const *memhs, const uint64_t *remote_addrs,
         uct_rkey_t const *rkeys, const size_t *counts, const size_t *strides,
         size_t count, uct_completion_t *comp);
+#endif
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_PUT_SGL_ZCOPY
 #  define UCT_GPUMEM_IOP_PUT_SGL \
-    .ep_put_sgl_zcopy = uct_gpumem_ep_put_sgl_zcopy_unsupported,
+    .ep_put_sgl_zcopy = uct_gpumem_ep_sgl_zcopy_unsupported,
 #else
 #  define UCT_GPUMEM_IOP_PUT_SGL
 #endif
 
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_GET_SGL_ZCOPY
-ucs_status_t uct_gpumem_ep_get_sgl_zcopy_unsupported(
-        uct_ep_h ep, void * const *buffers, const size_t *lengths,
-        uct_mem_h const *memhs, const uint64_t *remote_addrs,
-        uct_rkey_t const *rkeys, const size_t *counts, const size_t *strides,
-        size_t count, uct_completion_t *comp);
 #  define UCT_GPUMEM_IOP_GET_SGL \
-    .ep_get_sgl_zcopy = uct_gpumem_ep_get_sgl_zcopy_unsupported,
+    .ep_get_sgl_zcopy = uct_gpumem_ep_sgl_zcopy_unsupported,
 #else
 #  define UCT_GPUMEM_IOP_GET_SGL
 #endif
