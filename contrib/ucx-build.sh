@@ -32,13 +32,15 @@ version=$(sed -n 's/^define(\[ucx_ver_\(major\|minor\|patch\)\], *\([0-9]*\)).*/
               "$src/configure.ac" | paste -s -d.)
 [ -n "$version" ] || { log "no version in $src/configure.ac"; exit 1; }
 
-if git -C "$src" rev-parse --verify -q HEAD >/dev/null 2>&1 &&
-   [ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+# The commit, where the tree is a clean git checkout of its own; else a
+# hash of every file UCX's build reads
+if [ "$(git -C "$src" rev-parse --show-toplevel 2>/dev/null)" = "$src" ] &&
+   [ -z "$(git -C "$src" status --porcelain 2>/dev/null)" ]; then
     tree_id=$(git -C "$src" rev-parse HEAD)
 else
-    tree_id=$(cd "$src" && find src config configure.ac Makefile.am -type f \
-                  -not -name '*.o' -not -name '*.lo' -not -name Makefile \
-                  -not -name Makefile.in -print0 | LC_ALL=C sort -z |
+    tree_id=$(cd "$src" && find . -path ./.git -prune -o -type f \
+                  -not -name '*.o' -not -name '*.lo' -not -name '*.la' \
+                  -not -name '*.so*' -print0 | LC_ALL=C sort -z |
                   xargs -0 sha256sum | sha256sum | cut -c1-40)
 fi
 recipe_id=$(echo "${UCX_BUILD_FLAGS[*]}" | sha256sum | cut -c1-8)

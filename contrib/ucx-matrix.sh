@@ -88,16 +88,19 @@ ucx_version() {
         head -n 1
 }
 
-# run_version SRC: builds and checks one version (in a subshell: it changes
-# the environment); prints its summary line
+# run_version SRC PREFIX_FILE: builds and checks one version (in a
+# subshell: it changes the environment); prints its summary line, and the
+# UCX prefix into PREFIX_FILE once UCX is built
 run_version() {
-    local src=$1 prefix version build gpumem result="" loads r1 r2
+    local src=$1 prefix_file=$2 prefix version build gpumem result=""
+    local loads r1 r2
 
     if ! prefix=$("$top/contrib/ucx-build.sh" "$src" | tail -n 1) ||
        [ ! -d "$prefix" ]; then
         echo "UCX from $src: UCX build FAILED"
         return
     fi
+    echo "$prefix" >"$prefix_file"
     version=$(ucx_version "$prefix")
     build=$GPUMEM_MATRIX_DIR/$(basename "$prefix")
     gpumem=$build/gpumem
@@ -183,18 +186,23 @@ guard_check() {
 summary=()
 failed=0
 prev_build="" prev_version=""
+prefix_file=$(mktemp)
+trap 'rm -f "$prefix_file"' EXIT
 for src in "$@"; do
-    line=$(run_version "$(cd "$src" && pwd)")
+    : >"$prefix_file"
+    line=$(run_version "$(cd "$src" && pwd)" "$prefix_file")
     summary+=("$line")
     echo "$line"
     case $line in
         *FAILED*) failed=1 ;;
     esac
-    prefix=$("$top/contrib/ucx-build.sh" "$src" 2>/dev/null | tail -n 1)
-    [ -d "$prefix" ] || continue
+    prefix=$(cat "$prefix_file")
+    [ -n "$prefix" ] && [ -d "$prefix" ] || continue
     build=$GPUMEM_MATRIX_DIR/$(basename "$prefix")/gpumem
     version=$(ucx_version "$prefix")
-    if [ -n "$prev_build" ] && [ -f "$build/Makefile" ]; then
+    # The guard refuses another release series only
+    if [ -n "$prev_build" ] && [ -f "$build/Makefile" ] &&
+       [ "${prev_version%.*}" != "${version%.*}" ]; then
         line=$(guard_check "$prev_build" "$prev_version" "$prefix" "$version")
         [ $? = 0 ] || failed=1
         summary+=("$line")

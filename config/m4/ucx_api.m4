@@ -78,6 +78,12 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
     GPUMEM_UCX_PROBE([HAVE_UCT_MD_BASE_MD_QUERY],
         [has uct_md_base_md_query], gpumem_md_h,
         [void (*f)(uct_md_attr_v2_t*) = uct_md_base_md_query; (void)f;])
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_MD_ATTR_V2_REG_ALIGNMENT],
+        [MD attributes have reg_alignment], gpumem_md_h, [uct_md_attr_v2_t],
+        [reg_alignment])
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_MD_ATTR_V2_REG_NONBLOCK_MEM_TYPES],
+        [MD attributes have reg_nonblock_mem_types], gpumem_md_h,
+        [uct_md_attr_v2_t], [reg_nonblock_mem_types])
     GPUMEM_UCX_PROBE([HAVE_UCT_MD_MEM_ATTR_FIELD_DMABUF],
         [memory attributes carry a dma-buf], gpumem_md_h,
         [int f = UCT_MD_MEM_ATTR_FIELD_DMABUF_FD |
@@ -98,6 +104,11 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [ep_invalidate takes uct_ep_invalidate_params_t], gpumem_iface_h,
         [uct_ep_invalidate_func_t],
         [ucs_status_t (*)(uct_ep_h, const uct_ep_invalidate_params_t*)])
+
+    GPUMEM_UCX_PROBE([HAVE_UCT_IFACE_SCOPE_IS_REACHABLE],
+        [has uct_iface_scope_is_reachable], gpumem_iface_h,
+        [int (*f)(const uct_iface_h, const uct_iface_is_reachable_params_t*) =
+             uct_iface_scope_is_reachable; (void)f;])
 
     dnl Interface internal ops UCP calls without a NULL check
     m4_foreach([gpumem_op], [[iface_query_v2], [ep_connect_to_ep_v2],

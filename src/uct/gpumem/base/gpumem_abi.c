@@ -91,18 +91,19 @@ static ucs_status_t uct_gpumem_abi_running_version(unsigned *major,
         }
         ucs_snprintf_zero(path, sizeof(path), "%.*s/libucp.so.0",
                           (int)(slash - libuct), libuct);
-        handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        /* Only if the process has it already: loading libucp into a
+         * process of UCT alone would run its constructors there */
+        handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
         if (handle == NULL) {
-            ucs_debug("gpumem: cannot tell the version of UCX: %s",
-                      dlerror());
             return UCS_ERR_NO_ELEM;
         }
-        /* Kept open: the function may be looked up again */
         get_version = (uct_gpumem_abi_get_version_func_t)
                               dlsym(handle, "ucp_get_version");
-        if (get_version == NULL) {
-            return UCS_ERR_NO_ELEM;
+        if (get_version != NULL) {
+            get_version(major, minor, release);
         }
+        dlclose(handle);
+        return (get_version != NULL) ? UCS_OK : UCS_ERR_NO_ELEM;
     }
 
     get_version(major, minor, release);
@@ -122,8 +123,8 @@ ucs_status_t uct_gpumem_abi_guard(void)
     ucs_status_t status;
 
     if (uct_gpumem_abi_running_version(&major, &minor, &release) != UCS_OK) {
-        ucs_debug("gpumem: the running UCX does not tell its version; "
-                  "checking its class sizes only");
+        ucs_debug("gpumem: no libucp in the process tells the version of "
+                  "UCX; checking its class sizes only");
     } else if (uct_gpumem_abi_check_version(UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
                                             major, minor) != UCS_OK) {
         ucs_error("gpumem: not registering: built against UCX %s but running "

@@ -28,10 +28,10 @@ void uct_gpumem_md_attr_export(const uct_gpumem_md_attr_t *attr,
 #  ifdef HAVE_UCT_MD_BASE_MD_QUERY
     uct_md_base_md_query(md_attr);
 #  else
-    md_attr->reg_nonblock_mem_types    = 0;
-    md_attr->cache_mem_types           = 0;
-    md_attr->exported_mkey_packed_size = 0;
-    md_attr->reg_alignment             = 1;
+    /* UCX zeroes the attributes before the op; only what is not 0 */
+#    ifdef HAVE_UCT_MD_ATTR_V2_REG_ALIGNMENT
+    md_attr->reg_alignment = 1;
+#    endif
 #  endif
     md_attr->flags            = attr->flags;
     md_attr->max_alloc        = attr->max_alloc;
@@ -315,8 +315,16 @@ int uct_gpumem_iface_is_reachable_v2(
     int reachable;
 
     reachable = iface->ops.iface_is_reachable(iface, device_addr, iface_addr);
+#  ifdef HAVE_UCT_IFACE_SCOPE_IS_REACHABLE
+    /* Within the scope asked about: a device of this machine, or the
+     * network (UCP asks both ways, and marks a lane reachable within the
+     * device scope as one inside the machine) */
+    reachable = reachable && uct_iface_scope_is_reachable(iface, params);
+#  endif
     if (!reachable &&
-        (params->field_mask & UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING) &&
+        ucs_test_all_flags(params->field_mask,
+                           UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING |
+                           UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH) &&
         (params->info_string != NULL) && (params->info_string_length > 0)) {
         /* The interface logs why at debug level */
         ucs_snprintf_zero(params->info_string, params->info_string_length,

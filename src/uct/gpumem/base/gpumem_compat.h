@@ -282,25 +282,31 @@ ucs_status_t uct_gpumem_component_rkey_release_none(uct_component_t *component,
                                                     void *handle);
 void uct_gpumem_component_md_vfs_init_none(uct_md_h md);
 
-/* Members of uct_md_ops_t that only some versions have */
+/* Members of uct_md_ops_t that only some versions have (1.14 and 1.15
+ * have both of the first two) */
 #define UCT_GPUMEM_MD_OPS_COMPAT \
-    UCT_GPUMEM_MD_OPS_SOCKADDR_OR_ATTACH \
+    UCT_GPUMEM_MD_OPS_SOCKADDR \
+    UCT_GPUMEM_MD_OPS_ATTACH \
     UCT_GPUMEM_MD_OPS_MEM_ELEM
 
 #ifdef HAVE_UCT_MD_OPS_IS_SOCKADDR_ACCESSIBLE
 int uct_gpumem_md_is_sockaddr_accessible_never(
         uct_md_h md, const ucs_sock_addr_t *sockaddr,
         uct_sockaddr_accessibility_t mode);
-#  define UCT_GPUMEM_MD_OPS_SOCKADDR_OR_ATTACH \
+#  define UCT_GPUMEM_MD_OPS_SOCKADDR \
     .is_sockaddr_accessible = uct_gpumem_md_is_sockaddr_accessible_never,
-#elif defined(HAVE_UCT_MD_OPS_MEM_ATTACH)
+#else
+#  define UCT_GPUMEM_MD_OPS_SOCKADDR
+#endif
+
+#ifdef HAVE_UCT_MD_OPS_MEM_ATTACH
 ucs_status_t uct_gpumem_md_mem_attach_unsupported(
         uct_md_h md, const void *mkey_buffer,
         uct_md_mem_attach_params_t *params, uct_mem_h *memh_p);
-#  define UCT_GPUMEM_MD_OPS_SOCKADDR_OR_ATTACH \
+#  define UCT_GPUMEM_MD_OPS_ATTACH \
     .mem_attach = uct_gpumem_md_mem_attach_unsupported,
 #else
-#  define UCT_GPUMEM_MD_OPS_SOCKADDR_OR_ATTACH
+#  define UCT_GPUMEM_MD_OPS_ATTACH
 #endif
 
 #ifdef HAVE_UCT_MD_OPS_MEM_ELEM_PACK
@@ -375,17 +381,23 @@ ucs_status_t uct_gpumem_ep_invalidate_unsupported(uct_ep_h ep, unsigned flags);
  * iface_is_reachable and ep_connect_to_ep.
  */
 #define UCT_GPUMEM_IFACE_INTERNAL_OPS(_estimate_perf) \
+    UCT_GPUMEM_IFACE_INTERNAL_OPS_EP(_estimate_perf, uct_base_ep_is_connected)
+
+/* The same, for a transport that connects endpoint to endpoint and so tells
+ * itself whether an endpoint is connected to a given remote one (where UCX
+ * asks: 1.16 and later) */
+#define UCT_GPUMEM_IFACE_INTERNAL_OPS_EP(_estimate_perf, _ep_is_connected) \
     .iface_estimate_perf = _estimate_perf, \
     .iface_vfs_refresh   = uct_gpumem_iface_vfs_refresh_none, \
     .ep_query            = uct_gpumem_ep_query_unsupported, \
     .ep_invalidate       = uct_gpumem_ep_invalidate_unsupported, \
+    UCT_GPUMEM_IOP_IS_CONNECTED(_ep_is_connected) \
     UCT_GPUMEM_IFACE_INTERNAL_OPS_V2
 
 #define UCT_GPUMEM_IFACE_INTERNAL_OPS_V2 \
     UCT_GPUMEM_IOP_QUERY_V2 \
     UCT_GPUMEM_IOP_CONNECT_TO_EP_V2 \
     UCT_GPUMEM_IOP_IS_REACHABLE_V2 \
-    UCT_GPUMEM_IOP_IS_CONNECTED \
     UCT_GPUMEM_IOP_DEVICE_EP \
     UCT_GPUMEM_IOP_PUT_SGL \
     UCT_GPUMEM_IOP_GET_SGL \
@@ -419,10 +431,16 @@ int uct_gpumem_iface_is_reachable_v2(
 #endif
 
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
-#  define UCT_GPUMEM_IOP_IS_CONNECTED \
-    .ep_is_connected = uct_base_ep_is_connected,
+#  define UCT_GPUMEM_IOP_IS_CONNECTED(_func) .ep_is_connected = _func,
 #else
-#  define UCT_GPUMEM_IOP_IS_CONNECTED
+#  define UCT_GPUMEM_IOP_IS_CONNECTED(_func)
+#endif
+
+/* Capability flags that only some versions have */
+#ifdef UCT_IFACE_FLAG_INTER_NODE
+#  define UCT_GPUMEM_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE
+#else
+#  define UCT_GPUMEM_IFACE_FLAG_INTER_NODE 0
 #endif
 
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_GET_DEVICE_EP

@@ -348,11 +348,45 @@ ucs_status_t uct_gpumem_rc_ep_connect_to_ep(uct_ep_h tl_ep,
         return status;
     }
 
-    ep->connected = 1;
+    ep->connected   = 1;
+    ep->peer_dev    = dev;
+    ep->peer_qp_num = peer.qp_num;
     ucs_debug("gpumem_rc: ep %p: QP 0x%x connected to QP 0x%x", ep,
               ep->qp->qp_num, peer.qp_num);
     return UCS_OK;
 }
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
+int uct_gpumem_rc_ep_is_connected(const uct_ep_h tl_ep,
+                                  const uct_ep_is_connected_params_t *params)
+{
+    uct_gpumem_rc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_dev_addr_t dev;
+    uct_gpumem_rc_ep_addr_t peer;
+
+    if (!ep->connected) {
+        return 0;
+    }
+
+    if ((params->field_mask & UCT_EP_IS_CONNECTED_FIELD_EP_ADDR) &&
+        ((uct_gpumem_rc_ep_addr_unpack(params->ep_addr, &peer) != UCS_OK) ||
+         (peer.qp_num != ep->peer_qp_num))) {
+        return 0;
+    }
+
+    if ((params->field_mask & UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR) &&
+        ((uct_gpumem_rc_dev_addr_unpack(params->device_addr,
+                                        UCS_LOG_LEVEL_DEBUG, &dev) != UCS_OK) ||
+         (dev.is_eth != ep->peer_dev.is_eth) ||
+         (!dev.is_eth && (dev.lid != ep->peer_dev.lid)) ||
+         (dev.is_eth &&
+          memcmp(dev.gid, ep->peer_dev.gid, sizeof(dev.gid))))) {
+        return 0;
+    }
+
+    return 1;
+}
+#endif
 
 int uct_gpumem_rc_iface_has_resources(uct_gpumem_rc_iface_t *iface,
                                       uct_gpumem_rc_ep_t *ep)

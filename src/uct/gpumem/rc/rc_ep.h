@@ -37,6 +37,8 @@ typedef struct uct_gpumem_rc_ep {
                                       work requests completed */
     unsigned        in_progress;   /* Its completions are being given:
                                       destruction waits */
+    uct_gpumem_rc_dev_addr_t peer_dev; /* Once connected: the peer's port */
+    uint32_t        peer_qp_num;   /* and queue pair */
 } uct_gpumem_rc_ep_t;
 
 
@@ -83,6 +85,13 @@ ucs_status_t uct_gpumem_rc_ep_get_address(uct_ep_h tl_ep,
 ucs_status_t uct_gpumem_rc_ep_connect_to_ep(uct_ep_h tl_ep,
                                             const uct_device_addr_t *dev_addr,
                                             const uct_ep_addr_t *ep_addr);
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
+/* Whether the endpoint is connected to the remote endpoint (and port) of
+ * the addresses UCP gives */
+int uct_gpumem_rc_ep_is_connected(const uct_ep_h tl_ep,
+                                  const uct_ep_is_connected_params_t *params);
+#endif
 
 ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                         unsigned length, uint64_t remote_addr,

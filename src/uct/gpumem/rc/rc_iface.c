@@ -359,7 +359,10 @@ static ucs_status_t uct_gpumem_rc_iface_query(uct_iface_h tl_iface,
     iface_attr->device_addr_len         = UCT_GPUMEM_RC_DEV_ADDR_SIZE;
     iface_attr->ep_addr_len             = UCT_GPUMEM_RC_EP_ADDR_SIZE;
     iface_attr->max_conn_priv           = 0;
+    /* Across machines: UCP (1.18 and later) takes a transport without
+     * INTER_NODE for one inside a machine */
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_EP |
+                                          UCT_GPUMEM_IFACE_FLAG_INTER_NODE |
                                           UCT_IFACE_FLAG_PUT_SHORT     |
                                           UCT_IFACE_FLAG_PUT_BCOPY     |
                                           UCT_IFACE_FLAG_PUT_ZCOPY     |
@@ -509,7 +512,8 @@ static uct_iface_ops_t uct_gpumem_rc_iface_ops = {
 };
 
 static uct_iface_internal_ops_t uct_gpumem_rc_iface_internal_ops = {
-    UCT_GPUMEM_IFACE_INTERNAL_OPS(uct_gpumem_rc_iface_estimate_perf)
+    UCT_GPUMEM_IFACE_INTERNAL_OPS_EP(uct_gpumem_rc_iface_estimate_perf,
+                                     uct_gpumem_rc_ep_is_connected)
 };
 
 static ucs_mpool_ops_t uct_gpumem_rc_op_mpool_ops = {
