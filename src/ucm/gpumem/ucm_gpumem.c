@@ -21,6 +21,7 @@
 #include <ucm/util/log.h>
 #include <ucs/sys/preprocessor.h>
 #include <ucs/sys/compiler_def.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -173,14 +174,34 @@ static ucm_event_installer_t ucm_gpumem_installer = {
     .get_existing_alloc = ucm_gpumem_get_existing_alloc
 };
 
+/* Whether another copy of the plugin in the process (one preloaded, this
+ * one loaded by UCX from its module directory) installs the events: the
+ * first copy's symbols are the process's */
+static int ucm_gpumem_installer_added = 0;
+
+static int ucm_gpumem_other_copy_loaded(void)
+{
+    void *first = dlsym(RTLD_DEFAULT, "ucm_gpumem_dispatch_alloc");
+
+    return (first != NULL) && (first != (void*)ucm_gpumem_dispatch_alloc);
+}
+
 UCS_STATIC_INIT
 {
     kh_init_inplace(ucm_gpumem_allocs, &ucm_gpumem_allocs);
+    if (ucm_gpumem_other_copy_loaded()) {
+        ucm_debug("gpumem: another copy of the plugin raises the memory "
+                  "type events; this one installs nothing");
+        return;
+    }
     ucs_list_add_tail(&ucm_event_installer_list, &ucm_gpumem_installer.list);
+    ucm_gpumem_installer_added = 1;
 }
 
 UCS_STATIC_CLEANUP
 {
-    ucs_list_del(&ucm_gpumem_installer.list);
+    if (ucm_gpumem_installer_added) {
+        ucs_list_del(&ucm_gpumem_installer.list);
+    }
     kh_destroy_inplace(ucm_gpumem_allocs, &ucm_gpumem_allocs);
 }
