@@ -81,9 +81,6 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
     GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_MD_ATTR_V2_REG_ALIGNMENT],
         [MD attributes have reg_alignment], gpumem_md_h, [uct_md_attr_v2_t],
         [reg_alignment])
-    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_MD_ATTR_V2_REG_NONBLOCK_MEM_TYPES],
-        [MD attributes have reg_nonblock_mem_types], gpumem_md_h,
-        [uct_md_attr_v2_t], [reg_nonblock_mem_types])
     GPUMEM_UCX_PROBE([HAVE_UCT_MD_MEM_ATTR_FIELD_DMABUF],
         [memory attributes carry a dma-buf], gpumem_md_h,
         [int f = UCT_MD_MEM_ATTR_FIELD_DMABUF_FD |
