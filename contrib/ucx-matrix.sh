@@ -71,8 +71,10 @@ bench_ratios() {
     local build=$1 out
     out=$(bash "$build/src-copy/bench/transfer_bench.sh" "$build/gpumem" \
               posix,gpumemcpy 2>&1) || { echo "bench failed"; return 1; }
-    echo "$out" | awk '/^tag_lat/ { lat = $NF } /^tag_bw/ { bw = $NF }
-                       END { printf "tag_lat 8 B %s, tag_bw 4 MiB %s", lat, bw }'
+    echo "$out" | awk '/^tag_lat 8 B / { lat = $NF } /^tag_lat 8 B \(/ { cp = $NF }
+                       /^tag_bw/ { bw = $NF }
+                       END { printf "tag_lat 8 B %s (%s against host by copy), " \
+                                    "tag_bw 4 MiB %s", lat, cp, bw }'
 }
 
 # ucx_env PREFIX: this shell runs the UCX of PREFIX from now on

@@ -239,15 +239,3 @@ void uct_gpumem_context_put(uct_gpumem_context_t *context)
     }
     pthread_mutex_unlock(&uct_gpumem_context_lock);
 }
-
-int uct_gpumem_context_find_gpu(uct_gpumem_context_t *context,
-                                const void *addr)
-{
-    unsigned index;
-
-    if (!context->driver->ops->is_device_addr(context->driver, addr,
-                                              &index)) {
-        return -1;
-    }
-    return index;
-}

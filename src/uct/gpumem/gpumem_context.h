@@ -63,9 +63,19 @@ ucs_status_t uct_gpumem_context_choose_driver(
         uct_gpumem_driver_select_t select,
         uct_gpumem_driver_select_t *driver_p, char *why_buf, size_t max);
 
-/* The GPU whose device addresses hold @a addr, or -1 */
-int uct_gpumem_context_find_gpu(uct_gpumem_context_t *context,
-                                const void *addr);
+/* The GPU whose device addresses hold @a addr, or -1: on the path of every
+ * short copy, hence inline */
+static UCS_F_ALWAYS_INLINE int
+uct_gpumem_context_find_gpu(uct_gpumem_context_t *context, const void *addr)
+{
+    unsigned index;
+
+    if (!context->driver->ops->is_device_addr(context->driver, addr,
+                                              &index)) {
+        return -1;
+    }
+    return index;
+}
 
 END_C_DECLS
 

@@ -135,6 +135,40 @@ TEST_F(emu_copy, unmapped_device_address_fails_naming_it)
     ops()->mem_free(mem);
 }
 
+TEST_F(emu_copy, small_copy_into_an_unmapped_page_moves_nothing)
+{
+    gpumem_driver_mem_t *mem     = alloc(0, PAGE);
+    uint64_t va                  = map(0, mem);
+    std::vector<uint8_t> before  = gpumem_test::emu_pattern(PAGE, 12);
+    std::vector<uint8_t> pattern = gpumem_test::emu_pattern(16, 13);
+    std::vector<uint8_t> read(PAGE);
+    char text[32];
+
+    ASSERT_EQ(UCS_OK, copy(0, va, 1, (uintptr_t)before.data(), 0, PAGE));
+
+    /* 8 bytes in the mapped page, 8 past it: checked whole, as a copy that
+     * lies in one page is not */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              copy(0, va + PAGE - 8, 1, (uintptr_t)pattern.data(), 0,
+                   pattern.size()));
+    snprintf(text, sizeof(text), "0x%lx", (unsigned long)(va + PAGE));
+    expect_log(std::string("destination device address ") + text +
+               " is not mapped");
+
+    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)read.data(), 0, va, 1, PAGE));
+    EXPECT_EQ(before, read);
+
+    /* Within the page, the same copy lands */
+    ASSERT_EQ(UCS_OK, copy(0, va + PAGE - 16, 1, (uintptr_t)pattern.data(), 0,
+                           pattern.size()));
+    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)read.data(), 0, va, 1, PAGE));
+    EXPECT_EQ(0, memcmp(&read[PAGE - 16], pattern.data(), pattern.size()));
+    EXPECT_EQ(0, memcmp(read.data(), before.data(), PAGE - 16));
+
+    gpumem_test::emu_unmap(m_driver, 0, va, mem->size);
+    ops()->mem_free(mem);
+}
+
 TEST_F(emu_copy, unmapping_during_a_copy_faults_it)
 {
     gpumem_driver_mem_t *mem = alloc(0, 2 * LARGE_PAGE, LARGE_PAGE);

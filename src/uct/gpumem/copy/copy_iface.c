@@ -194,43 +194,20 @@ uct_gpumem_copy_iface_driver_ops(uct_gpumem_copy_iface_t *iface)
     return iface->context->driver->ops;
 }
 
-/* Resolves a copy to the engine that does it: that of the GPU holding its
- * device side; between two GPUs, the destination's, which reads the source
- * through a peer mapping as a GPU reads a peer's memory over its link */
-static ucs_status_t uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface,
-                                             void *dst, const void *src,
-                                             size_t length,
-                                             uct_gpumem_copy_req_t *req)
+/* Maps the source, of GPU @a src_gpu, into GPU @a dst_gpu for its engine */
+static ucs_status_t uct_gpumem_copy_req_map_peer(uct_gpumem_copy_iface_t *iface,
+                                                 int dst_gpu, int src_gpu,
+                                                 uct_gpumem_copy_req_t *req)
 {
     uct_gpumem_context_t *context = iface->context;
-    gpumem_driver_t *driver       = context->driver;
-    int dst_gpu                   = uct_gpumem_context_find_gpu(context, dst);
-    int src_gpu                   = uct_gpumem_context_find_gpu(context, src);
     gpumem_region_t *src_region;
     ucs_status_t status;
 
-    req->dst      = (uintptr_t)dst;
-    req->src      = (uintptr_t)src;
-    req->dst_dev  = (dst_gpu >= 0);
-    req->src_dev  = (src_gpu >= 0);
-    req->length   = length;
-    req->peer_gpu = NULL;
-    req->peer     = NULL;
-
-    if ((dst_gpu < 0) && (src_gpu < 0)) {
-        req->engine = NULL;
-        return UCS_OK;
-    }
-
-    req->engine = driver->ops->gpu(driver, (dst_gpu >= 0) ? dst_gpu : src_gpu);
-    if ((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu)) {
-        return UCS_OK;
-    }
-
     src_region = gpumem_find_region(context->gpus[src_gpu], req->src);
     if (src_region == NULL) {
-        ucs_error("gpumemcpy: copy of %zu bytes from %p, which no "
-                  "allocation of GPU %d holds", length, src, src_gpu);
+        ucs_error("gpumemcpy: copy of %zu bytes from 0x%" PRIx64 ", which "
+                  "no allocation of GPU %d holds", req->length, req->src,
+                  src_gpu);
         return UCS_ERR_INVALID_ADDR;
     }
 
@@ -246,7 +223,43 @@ static ucs_status_t uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface,
     return UCS_OK;
 }
 
-static void uct_gpumem_copy_req_cleanup(uct_gpumem_copy_req_t *req)
+/* Resolves a copy to the engine that does it: that of the GPU holding its
+ * device side; between two GPUs, the destination's, which reads the source
+ * through a peer mapping as a GPU reads a peer's memory over its link.
+ * Inline: every short copy of UCP's memory-type packing comes this way */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
+                         const void *src, size_t length,
+                         uct_gpumem_copy_req_t *req)
+{
+    uct_gpumem_context_t *context = iface->context;
+    gpumem_driver_t *driver       = context->driver;
+    int dst_gpu                   = uct_gpumem_context_find_gpu(context, dst);
+    int src_gpu                   = uct_gpumem_context_find_gpu(context, src);
+
+    req->dst      = (uintptr_t)dst;
+    req->src      = (uintptr_t)src;
+    req->dst_dev  = (dst_gpu >= 0);
+    req->src_dev  = (src_gpu >= 0);
+    req->length   = length;
+    req->peer_gpu = NULL;
+    req->peer     = NULL;
+
+    if ((dst_gpu < 0) && (src_gpu < 0)) {
+        req->engine = NULL;
+        return UCS_OK;
+    }
+
+    req->engine = driver->ops->gpu(driver, (dst_gpu >= 0) ? dst_gpu : src_gpu);
+    if (ucs_likely((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu))) {
+        return UCS_OK;
+    }
+
+    return uct_gpumem_copy_req_map_peer(iface, dst_gpu, src_gpu, req);
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_gpumem_copy_req_cleanup(uct_gpumem_copy_req_t *req)
 {
     if (req->peer != NULL) {
         gpumem_free(req->peer_gpu, req->peer);
@@ -255,9 +268,10 @@ static void uct_gpumem_copy_req_cleanup(uct_gpumem_copy_req_t *req)
 }
 
 /* Gives the copy to its engine: UCS_INPROGRESS if @a copy is to be polled */
-static ucs_status_t uct_gpumem_copy_req_start(uct_gpumem_copy_iface_t *iface,
-                                              const uct_gpumem_copy_req_t *req,
-                                              gpumem_driver_copy_t *copy)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_gpumem_copy_req_start(uct_gpumem_copy_iface_t *iface,
+                          const uct_gpumem_copy_req_t *req,
+                          gpumem_driver_copy_t *copy)
 {
     if (req->length == 0) {
         return UCS_OK;
@@ -353,7 +367,7 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
     gpumem_driver_copy_t copy;
     ucs_status_t status;
 
-    if (iface->fenced) {
+    if (ucs_unlikely(iface->fenced)) {
         uct_gpumem_copy_iface_drain(iface);
     }
 

@@ -131,6 +131,43 @@ static ucs_status_t gpumem_emu_copy_check(gpumem_emu_gpu_t *gpu,
     return UCS_OK;
 }
 
+/* Where one side of a copy of @a size bytes lies whole in one page (or is
+ * host memory), the pointer to it; 0 where it spans pages or is not mapped,
+ * which the full check then says (GPU lock held) */
+static int gpumem_emu_copy_one_page(gpumem_emu_gpu_t *gpu, uint64_t addr,
+                                    int is_dev, size_t size, void **ptr_p)
+{
+    size_t contig;
+
+    if (!is_dev) {
+        *ptr_p = (void*)(uintptr_t)addr;
+        return 1;
+    }
+
+    return (gpumem_emu_pt_translate(gpu, addr, ptr_p, &contig) == UCS_OK) &&
+           (contig >= size);
+}
+
+/* A small copy whose every side lies in one page: translated once a side,
+ * without walking the pages twice; 0 if it is not one (GPU lock held) */
+static int gpumem_emu_copy_direct(gpumem_emu_gpu_t *gpu,
+                                  const gpumem_emu_copy_state_t *copy)
+{
+    void *dst, *src;
+
+    if ((copy->size > UINT64_MAX - copy->dst) ||
+        (copy->size > UINT64_MAX - copy->src) ||
+        !gpumem_emu_copy_one_page(gpu, copy->dst, copy->dst_dev, copy->size,
+                                  &dst) ||
+        !gpumem_emu_copy_one_page(gpu, copy->src, copy->src_dev, copy->size,
+                                  &src)) {
+        return 0;
+    }
+
+    memmove(dst, src, copy->size);
+    return 1;
+}
+
 ucs_status_t gpumem_emu_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
                              int dst_dev, uint64_t src, int src_dev,
                              size_t size, gpumem_driver_copy_t *copy)
@@ -152,6 +189,11 @@ ucs_status_t gpumem_emu_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
 
     pthread_mutex_lock(&gpu->lock);
     status = gpumem_emu_check_live(gpu, "copy");
+    if ((status == UCS_OK) && (size <= gpu->driver->copy_inline_max) &&
+        gpumem_emu_copy_direct(gpu, &local)) {
+        goto out;
+    }
+
     if (status == UCS_OK) {
         status = gpumem_emu_copy_check(gpu, &local, dst, dst_dev,
                                        "destination");
