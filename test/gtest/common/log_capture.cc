@@ -14,11 +14,15 @@ extern "C" {
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 
 namespace gpumem_test {
 
 log_capture *log_capture::s_latest = NULL;
+
+/* Lines come from any thread of the test */
+static std::mutex log_capture_lock;
 
 log_capture::log_capture(ucs_log_level_t level, level_mode mode) :
     m_outer(s_latest), m_level(level),
@@ -60,6 +64,7 @@ log_capture::handler(const char *, unsigned, const char *,
     }
 
     vsnprintf(buf, sizeof(buf), message, ap);
+    std::lock_guard<std::mutex> guard(log_capture_lock);
     capture->m_lines.push_back(buf);
     if (getenv("GPUMEM_TEST_SHOW_LOG") != NULL) {
         fprintf(stderr, "[captured %s] %s\n", ucs_log_level_names[level],

@@ -2,12 +2,14 @@
  * gpumem memory core: regions of a GPU's memory, who holds what, and when
  * it is given back (seed 003), on any driver.
  *
- * Locking: the owner of a GPU's memory makes one call at a time on it; calls
- * on two GPUs' memory may run at once. What one GPU's call reads or changes
- * of another's (the live regions, the peer counts of memory, the owner's
- * lists of memory) is under one process-wide lock, always taken alone and
- * never across a driver call that may wait, so two GPUs' calls never wait
- * for each other in a cycle.
+ * Locking: every call may come from any thread. A call on a GPU's memory
+ * holds that GPU's lock, so that calls on one GPU run one at a time, as the
+ * seed has its owner make them; calls on two GPUs' memory run at once. What
+ * one GPU's call reads or changes of another's (the live regions, the peer
+ * counts of memory, the owner's lists of memory, whether it was released)
+ * is under one process-wide lock, taken inside a GPU's lock and never
+ * across a driver call that may wait; no call holds two GPUs' locks, so two
+ * GPUs' calls never wait for each other in a cycle.
  *
  * See file LICENSE for terms.
  */
@@ -42,6 +44,31 @@ static void gpumem_mem_global_unlock(void)
     pthread_mutex_unlock(&gpumem_mem_lock);
 }
 
+static void gpumem_gpu_lock(gpumem_gpu_t *gpu)
+{
+    pthread_mutex_lock(&gpu->lock);
+}
+
+static void gpumem_gpu_unlock(gpumem_gpu_t *gpu)
+{
+    pthread_mutex_unlock(&gpu->lock);
+}
+
+/* Drops a reference on the GPU object: the last frees it */
+static void gpumem_gpu_put(gpumem_gpu_t *gpu)
+{
+    unsigned refcount;
+
+    gpumem_mem_global_lock();
+    refcount = --gpu->refcount;
+    gpumem_mem_global_unlock();
+
+    if (refcount == 0) {
+        pthread_mutex_destroy(&gpu->lock);
+        ucs_free(gpu);
+    }
+}
+
 static const char *gpumem_gpu_name(const gpumem_gpu_t *gpu, char *buf)
 {
     return gpumem_pci_addr_str(&gpumem_gpu_reach(gpu)->addr, buf,
@@ -54,6 +81,31 @@ static int gpumem_region_is_live(const gpumem_region_t *region)
     return kh_get(gpumem_region_set, &gpumem_live_regions,
                   (uint64_t)(uintptr_t)region) !=
            kh_end(&gpumem_live_regions);
+}
+
+/* Locks the GPU of @a region, holding a reference on the object so that it
+ * outlives the call; NULL, with nothing locked, if the region is not live */
+static gpumem_gpu_t *gpumem_region_lock_gpu(gpumem_region_t *region)
+{
+    gpumem_gpu_t *gpu = NULL;
+
+    gpumem_mem_global_lock();
+    if (gpumem_region_is_live(region)) {
+        gpu = region->gpu;
+        ++gpu->refcount;
+    }
+    gpumem_mem_global_unlock();
+
+    if (gpu != NULL) {
+        gpumem_gpu_lock(gpu);
+    }
+    return gpu;
+}
+
+static void gpumem_region_unlock_gpu(gpumem_gpu_t *gpu)
+{
+    gpumem_gpu_unlock(gpu);
+    gpumem_gpu_put(gpu);
 }
 
 static ucs_status_t gpumem_region_create(gpumem_mapping_t *mapping,
@@ -126,6 +178,16 @@ static void gpumem_memory_destroy(gpumem_memory_t *memory)
         break;
     }
     ucs_free(memory);
+    gpumem_gpu_put(owner);
+}
+
+/* A memory object that never held anything goes */
+static void gpumem_memory_discard(gpumem_memory_t *memory)
+{
+    gpumem_gpu_t *owner = memory->owner;
+
+    ucs_free(memory);
+    gpumem_gpu_put(owner);
 }
 
 /* Whether memory whose owner's regions are gone may go back now: no peer
@@ -184,10 +246,12 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
         return UCS_ERR_NO_MEMORY;
     }
 
-    gpu->driver = driver;
-    gpu->ops    = driver->ops;
-    gpu->dgpu   = driver->ops->gpu(driver, index);
-    gpu->index  = index;
+    pthread_mutex_init(&gpu->lock, NULL);
+    gpu->refcount = 1;
+    gpu->driver   = driver;
+    gpu->ops      = driver->ops;
+    gpu->dgpu     = driver->ops->gpu(driver, index);
+    gpu->index    = index;
     ucs_list_head_init(&gpu->regions);
     ucs_list_head_init(&gpu->mappings);
     ucs_list_head_init(&gpu->kept);
@@ -220,7 +284,12 @@ static ucs_status_t gpumem_memory_create(gpumem_gpu_t *gpu,
     memory->type  = type;
     memory->kind  = kind;
     memory->size  = size;
-    *memory_p     = memory;
+
+    /* The object outlives its destroy while memory of its is out */
+    gpumem_mem_global_lock();
+    ++gpu->refcount;
+    gpumem_mem_global_unlock();
+    *memory_p = memory;
     return UCS_OK;
 }
 
@@ -342,8 +411,9 @@ err_destroy_memory:
     return status;
 }
 
-ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
-                          unsigned flags, gpumem_region_t **region_p)
+static ucs_status_t
+gpumem_alloc_locked(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
+                    unsigned flags, gpumem_region_t **region_p)
 {
     unsigned map_flags = (flags & GPUMEM_ALLOC_UNCACHED) ?
                          GPUMEM_DRIVER_MAP_UNCACHED : 0;
@@ -407,12 +477,25 @@ err_destroy_memory:
     gpumem_memory_destroy(memory);
     return status;
 err_free_memory:
-    ucs_free(memory);
+    gpumem_memory_discard(memory);
     return status;
 }
 
-ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
-                             gpumem_region_t **region_p)
+ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
+                          unsigned flags, gpumem_region_t **region_p)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_alloc_locked(gpu, kind, size, flags, region_p);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
+
+static ucs_status_t
+gpumem_map_host_locked(gpumem_gpu_t *gpu, void *addr, size_t size,
+                       gpumem_region_t **region_p)
 {
     size_t page_size = ucs_get_page_size();
     gpumem_memory_t *memory;
@@ -446,13 +529,25 @@ ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
     memory->host = (void*)start;
     status       = gpu->ops->pin(gpu->dgpu, memory->host, memory->size);
     if (status != UCS_OK) {
-        ucs_free(memory);
+        gpumem_memory_discard(memory);
         return status;
     }
 
     return gpumem_memory_map_first(gpu, memory, 0, (uintptr_t)addr - start,
                                    size, addr, 0, region_p);
 }
+
+ucs_status_t gpumem_map_host(gpumem_gpu_t *gpu, void *addr, size_t size,
+                             gpumem_region_t **region_p)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_map_host_locked(gpu, addr, size, region_p);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
 
 /* This GPU's mapping of @a memory, or NULL */
 static gpumem_mapping_t *gpumem_gpu_find_mapping(gpumem_gpu_t *gpu,
@@ -545,8 +640,9 @@ static gpumem_memory_t *gpumem_memory_drop_peer(gpumem_memory_t *memory)
     return NULL;
 }
 
-ucs_status_t gpumem_map_peer(gpumem_gpu_t *gpu, gpumem_region_t *region,
-                             gpumem_region_t **region_p)
+static ucs_status_t
+gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                       gpumem_region_t **region_p)
 {
     char owner_name[GPUMEM_TOPO_PCI_STR_MAX];
     gpumem_mapping_t *mapping;
@@ -622,6 +718,18 @@ ucs_status_t gpumem_map_peer(gpumem_gpu_t *gpu, gpumem_region_t *region,
     return status;
 }
 
+ucs_status_t gpumem_map_peer(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                             gpumem_region_t **region_p)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_map_peer_locked(gpu, region, region_p);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
+
 /* The owner's last region over its own memory is gone; under the global
  * lock. Returns the memory to destroy now, or NULL if a peer keeps it. */
 static gpumem_memory_t *gpumem_memory_owner_done(gpumem_memory_t *memory)
@@ -685,7 +793,8 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     }
 }
 
-ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
+static ucs_status_t
+gpumem_free_locked(gpumem_gpu_t *gpu, gpumem_region_t *region)
 {
     char name[GPUMEM_TOPO_PCI_STR_MAX];
     gpumem_mapping_t *mapping;
@@ -715,6 +824,17 @@ ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
     return UCS_OK;
 }
 
+ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_free_locked(gpu, region);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
+
 /* At release, a mapping of this GPU's tables ends without a table write:
  * the function masters the bus no more */
 static void gpumem_release_mapping(gpumem_gpu_t *gpu,
@@ -737,7 +857,8 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
     }
 }
 
-void gpumem_gpu_release(gpumem_gpu_t *gpu)
+static void
+gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
 {
     gpumem_region_t *region;
     gpumem_mapping_t *mapping, *mapping_tmp;
@@ -751,11 +872,11 @@ void gpumem_gpu_release(gpumem_gpu_t *gpu)
     /* Bus mastering off first: nothing is given back while the GPU may
      * still reach it */
     gpu->ops->release(gpu->dgpu);
-    gpu->released = 1;
 
     /* Regions out stay valid handles, over nothing: their free gives back
      * nothing more */
     gpumem_mem_global_lock();
+    gpu->released = 1;
     ucs_list_for_each(region, &gpu->regions, list) {
         region->mapping = NULL;
     }
@@ -791,46 +912,59 @@ void gpumem_gpu_release(gpumem_gpu_t *gpu)
     }
 }
 
+void gpumem_gpu_release(gpumem_gpu_t *gpu)
+{
+    gpumem_gpu_lock(gpu);
+    gpumem_gpu_release_locked(gpu);
+    gpumem_gpu_unlock(gpu);
+}
+
+
 void gpumem_gpu_destroy(gpumem_gpu_t *gpu)
 {
     gpumem_region_t *region, *region_tmp;
     gpumem_memory_t *memory, *tmp;
-    int in_use;
+    UCS_LIST_HEAD(idle);
+    int in_use = 0;
 
-    gpumem_gpu_release(gpu);
+    gpumem_gpu_lock(gpu);
+    gpumem_gpu_release_locked(gpu);
 
+    /* What no other GPU maps goes back now; what one maps goes at its last
+     * free, and the object with the last of it */
     gpumem_mem_global_lock();
     ucs_list_for_each_safe(region, region_tmp, &gpu->regions, list) {
         gpumem_region_forget(region);
         ucs_free(region);
     }
-    in_use = 0;
-    ucs_list_for_each(memory, &gpu->memories, list) {
-        in_use |= (memory->peers > 0);
-    }
-    if (in_use) {
-        ucs_warn("gpumem: GPU %u destroyed while another GPU maps its "
-                 "memory: the memory is left to the process's exit",
-                 gpu->index);
-    }
-    gpumem_mem_global_unlock();
-
-    /* What is left is reserved for a bus client until the process exits,
-     * or mapped by peers that outlive this object */
     ucs_list_for_each_safe(memory, tmp, &gpu->memories, list) {
         if (memory->peers == 0) {
             ucs_list_del(&memory->list);
-            gpumem_memory_destroy(memory);
+            ucs_list_add_tail(&idle, &memory->list);
+        } else {
+            in_use = 1;
         }
     }
-    if (!in_use) {
-        ucs_free(gpu);
+    gpumem_mem_global_unlock();
+    gpumem_gpu_unlock(gpu);
+
+    if (in_use) {
+        ucs_debug("gpumem: GPU %u destroyed while another GPU maps its "
+                  "memory: that memory goes at the other GPU's last free",
+                  gpu->index);
     }
+
+    ucs_list_for_each_safe(memory, tmp, &idle, list) {
+        ucs_list_del(&memory->list);
+        gpumem_memory_destroy(memory);
+    }
+    gpumem_gpu_put(gpu);
 }
 
-ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
-                        const gpumem_topo_reach_t *client,
-                        gpumem_bus_range_t **ranges_p, unsigned *count_p)
+static ucs_status_t
+gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                  const gpumem_topo_reach_t *client,
+                  gpumem_bus_range_t **ranges_p, unsigned *count_p)
 {
     char name[GPUMEM_TOPO_PCI_STR_MAX], client_name[GPUMEM_TOPO_PCI_STR_MAX];
     gpumem_topo_verdict_t verdict;
@@ -885,12 +1019,27 @@ ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
     range->length  = memory->size;
 
     /* Until the process exits, the memory and the GPU are the client's */
+    gpumem_mem_global_lock();
     memory->reserved = 1;
     gpu->reserved    = 1;
+    gpumem_mem_global_unlock();
     *ranges_p        = range;
     *count_p         = 1;
     return UCS_OK;
 }
+
+ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
+                        const gpumem_topo_reach_t *client,
+                        gpumem_bus_range_t **ranges_p, unsigned *count_p)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_bus_locked(gpu, region, client, ranges_p, count_p);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
 
 /*
  * The wire form of an export: a header naming the owner GPU, then the
@@ -929,8 +1078,8 @@ static void gpumem_export_header_fill(gpumem_export_header_t *header,
     header->reserved   = 0;
 }
 
-ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
-                           size_t *length_p)
+static ucs_status_t
+gpumem_export_locked(gpumem_region_t *region, void *buf, size_t *length_p)
 {
     gpumem_export_header_t *header = buf;
     gpumem_memory_t *memory;
@@ -973,9 +1122,28 @@ ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
     return UCS_OK;
 }
 
-ucs_status_t gpumem_export_addr(gpumem_gpu_t *gpu, const void *address,
-                                void *buf, size_t *length_p,
-                                uint64_t *base_p, size_t *size_p)
+ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
+                           size_t *length_p)
+{
+    ucs_status_t status;
+    gpumem_gpu_t *gpu;
+
+    gpu = gpumem_region_lock_gpu(region);
+    if (gpu == NULL) {
+        ucs_error("gpumem: export of region %p, which was freed or never "
+                  "given", region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = gpumem_export_locked(region, buf, length_p);
+    gpumem_region_unlock_gpu(gpu);
+    return status;
+}
+
+
+static ucs_status_t
+gpumem_export_addr_locked(gpumem_gpu_t *gpu, const void *address, void *buf,
+                          size_t *length_p, uint64_t *base_p, size_t *size_p)
 {
     gpumem_export_header_t *header = buf;
     gpumem_driver_addr_attr_t attr;
@@ -1006,6 +1174,20 @@ ucs_status_t gpumem_export_addr(gpumem_gpu_t *gpu, const void *address,
     *size_p   = attr.size;
     return UCS_OK;
 }
+
+ucs_status_t gpumem_export_addr(gpumem_gpu_t *gpu, const void *address,
+                                void *buf, size_t *length_p,
+                                uint64_t *base_p, size_t *size_p)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_export_addr_locked(gpu, address, buf, length_p, base_p,
+                                       size_p);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
 
 /* The GPU of this process's driver that a handle's header names */
 static ucs_status_t gpumem_import_owner(gpumem_gpu_t *gpu, const void *buf,
@@ -1074,8 +1256,9 @@ static gpumem_memory_t *gpumem_import_find(gpumem_gpu_t *gpu, const void *buf,
     return NULL;
 }
 
-ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
-                           gpumem_region_t **region_p)
+static ucs_status_t
+gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
+                     gpumem_region_t **region_p)
 {
     const gpumem_export_header_t *header = buf;
     gpumem_driver_gpu_t *owner_dgpu;
@@ -1147,13 +1330,26 @@ ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
     return UCS_OK;
 
 err_free_memory:
-    ucs_free(memory);
+    gpumem_memory_discard(memory);
 err_free_vram:
     gpu->ops->mem_free(vram);
     return status;
 }
 
-gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
+ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
+                           gpumem_region_t **region_p)
+{
+    ucs_status_t status;
+
+    gpumem_gpu_lock(gpu);
+    status = gpumem_import_locked(gpu, buf, length, region_p);
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
+
+
+static gpumem_region_t *
+gpumem_find_region_locked(gpumem_gpu_t *gpu, uint64_t address)
 {
     gpumem_region_t *region, *found = NULL;
 
@@ -1168,6 +1364,17 @@ gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
     gpumem_mem_global_unlock();
     return found;
 }
+
+gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
+{
+    gpumem_region_t *region;
+
+    gpumem_gpu_lock(gpu);
+    region = gpumem_find_region_locked(gpu, address);
+    gpumem_gpu_unlock(gpu);
+    return region;
+}
+
 
 uint64_t gpumem_region_address(const gpumem_region_t *region)
 {
@@ -1194,9 +1401,9 @@ gpumem_gpu_t *gpumem_region_gpu(const gpumem_region_t *region)
     return region->gpu;
 }
 
-ucs_status_t gpumem_region_vram(gpumem_region_t *region,
-                                gpumem_driver_mem_t **vram_p,
-                                size_t *offset_p)
+static ucs_status_t
+gpumem_region_vram_locked(gpumem_region_t *region, gpumem_driver_mem_t **vram_p,
+                          size_t *offset_p)
 {
     gpumem_mapping_t *mapping;
 
@@ -1222,7 +1429,28 @@ ucs_status_t gpumem_region_vram(gpumem_region_t *region,
     return UCS_OK;
 }
 
-void gpumem_gpu_stats(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)
+ucs_status_t gpumem_region_vram(gpumem_region_t *region,
+                                gpumem_driver_mem_t **vram_p,
+                                size_t *offset_p)
+{
+    ucs_status_t status;
+    gpumem_gpu_t *gpu;
+
+    gpu = gpumem_region_lock_gpu(region);
+    if (gpu == NULL) {
+        ucs_error("gpumem: VRAM of region %p, which was freed or never "
+                  "given", region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = gpumem_region_vram_locked(region, vram_p, offset_p);
+    gpumem_region_unlock_gpu(gpu);
+    return status;
+}
+
+
+static void
+gpumem_gpu_stats_locked(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)
 {
     gpumem_mapping_t *mapping;
     gpumem_memory_t *memory;
@@ -1253,3 +1481,11 @@ void gpumem_gpu_stats(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)
     }
     gpumem_mem_global_unlock();
 }
+
+void gpumem_gpu_stats(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)
+{
+    gpumem_gpu_lock(gpu);
+    gpumem_gpu_stats_locked(gpu, stats);
+    gpumem_gpu_unlock(gpu);
+}
+

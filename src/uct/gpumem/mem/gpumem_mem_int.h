@@ -77,6 +77,11 @@ struct gpumem_region {
 
 
 struct gpumem_gpu {
+    pthread_mutex_t           lock;        /* One call at a time on this
+                                              GPU's memory, from any thread */
+    unsigned                  refcount;    /* The GPU's own reference (until
+                                              destroy) and one per memory it
+                                              owns; under the global lock */
     gpumem_driver_t           *driver;
     const gpumem_driver_ops_t *ops;
     gpumem_driver_gpu_t       *dgpu;
@@ -84,7 +89,6 @@ struct gpumem_gpu {
     int                       released;
     int                       reserved;    /* Bus reservation: the function
                                               stays taken */
-    int                       destroying;  /* Freed when no peer maps */
     ucs_list_link_t           regions;     /* Regions out */
     ucs_list_link_t           mappings;    /* Mappings its tables hold */
     ucs_list_link_t           kept;        /* Mappings kept: unconfirmed
