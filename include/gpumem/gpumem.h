@@ -19,7 +19,10 @@
 extern "C" {
 #endif
 
-/* Errors are negative, as ucs_status_t: 0 is success */
+/* Errors are negative, as ucs_status_t: 0 is success. Every call may come
+ * from any thread; a NULL where a call writes its answer, or a NULL buffer
+ * of bytes to move, is an invalid argument (UCS_ERR_INVALID_PARAM, -5),
+ * logged. */
 typedef int gpumem_result_t;
 
 /**
@@ -69,8 +72,17 @@ gpumem_result_t gpumem_device_can_access_peer(int *can_access, int device,
  * processes' device memory */
 gpumem_result_t gpumem_ipc_bytes(unsigned long long *bytes);
 
-/* A description of an error */
+/* A description of an error; of a value that is no result, says so */
 const char *gpumem_result_string(gpumem_result_t result);
+
+/**
+ * Closes the GPUs that these calls opened (cudaDeviceReset): they stay open
+ * from the first call until this one or the process's exit, so that
+ * allocating and freeing does not open the machine each time; memory still
+ * allocated keeps them open until its free. The next call opens them
+ * again, with the UCX_GPUMEM_* settings of that time.
+ */
+gpumem_result_t gpumem_device_reset(void);
 
 #ifdef __cplusplus
 }

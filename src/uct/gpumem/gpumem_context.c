@@ -229,6 +229,14 @@ ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
     return status;
 }
 
+void uct_gpumem_context_ref(uct_gpumem_context_t *context)
+{
+    pthread_mutex_lock(&uct_gpumem_context_lock);
+    ucs_assert(context == uct_gpumem_context_instance);
+    ++context->refcount;
+    pthread_mutex_unlock(&uct_gpumem_context_lock);
+}
+
 void uct_gpumem_context_put(uct_gpumem_context_t *context)
 {
     pthread_mutex_lock(&uct_gpumem_context_lock);

@@ -55,6 +55,9 @@ typedef struct uct_gpumem_context {
 ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
                                     uct_gpumem_context_t **context_p);
 
+/* Another reference on a context one holds already */
+void uct_gpumem_context_ref(uct_gpumem_context_t *context);
+
 void uct_gpumem_context_put(uct_gpumem_context_t *context);
 
 /* Which driver @a select comes to on this machine, and why in @a why_buf;

@@ -5,11 +5,20 @@
  */
 
 #include <common/gpumem_test.h>
+#include <common/log_capture.h>
+#include <common/watchdog.h>
 
 #include <gpumem/gpumem.h>
 
+extern "C" {
+#include <ucs/type/status.h>
+}
+
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 
 class api : public testing::Test {
@@ -25,6 +34,7 @@ protected:
 
     virtual void TearDown() {
         gpumem_device_set(0);
+        gpumem_test::reset_device_calls();
         unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
         unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
         /* Every allocation freed: the GPUs closed, nothing left shared */
@@ -129,4 +139,152 @@ TEST_F(api, gpus_across_sockets_do_not_access_each_other_and_say_why) {
     EXPECT_NE(std::string::npos,
               std::string(reason).find("no PCI bridge above both"))
             << reason;
+}
+
+TEST_F(api, a_null_answer_or_buffer_is_an_invalid_argument_logged) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    unsigned long long bytes;
+    char host[16];
+    void *dev;
+
+    ASSERT_EQ(0, gpumem_device_malloc(&dev, 4096));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_count(NULL));
+    log.expect("gpumem_device_count: count is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_get(NULL));
+    log.expect("gpumem_device_get: device is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_malloc(NULL, 4096));
+    log.expect("gpumem_device_malloc: ptr is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_query(dev, NULL));
+    log.expect("gpumem_device_query: attr is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_can_access_peer(NULL, 0, 1, NULL, 0));
+    log.expect("gpumem_device_can_access_peer: can_access is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_ipc_bytes(NULL));
+    log.expect("gpumem_ipc_bytes: bytes is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(NULL, host, sizeof(host)));
+    log.expect("gpumem_device_memcpy: dst is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(dev, NULL, sizeof(host)));
+    log.expect("gpumem_device_memcpy: src is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memset(NULL, 0, sizeof(host)));
+    log.expect("gpumem_device_memset: ptr is NULL");
+    log.expect_none();
+
+    /* No bytes to move: nothing is read or written */
+    EXPECT_EQ(0, gpumem_device_memcpy(NULL, NULL, 0));
+    EXPECT_EQ(0, gpumem_device_memset(NULL, 0, 0));
+    EXPECT_EQ(0, gpumem_ipc_bytes(&bytes));
+    EXPECT_EQ(0, gpumem_device_free(dev));
+}
+
+TEST_F(api, result_string_of_a_value_that_is_no_result_says_so) {
+    EXPECT_STREQ("not a gpumem result", gpumem_result_string(12345));
+    EXPECT_STREQ("not a gpumem result", gpumem_result_string(-1000));
+    EXPECT_STREQ("not a gpumem result", gpumem_result_string(-99));
+    EXPECT_STREQ("Invalid parameter",
+                 gpumem_result_string(UCS_ERR_INVALID_PARAM));
+    EXPECT_STREQ("Success", gpumem_result_string(0));
+}
+
+TEST_F(api, an_allocation_without_room_names_the_gpu_and_what_is_free) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    void *held, *dev = NULL;
+
+    ASSERT_EQ(0, gpumem_device_malloc(&held, 16 << 20));
+    EXPECT_EQ(UCS_ERR_NO_MEMORY, gpumem_device_malloc(&dev, 64 << 20));
+    EXPECT_EQ(1u, log.count({"gpumem_device_malloc of 67108864 bytes on GPU "
+                             "0", "no room now", "48M of 64M of VRAM free"}))
+            << log.text();
+    EXPECT_EQ(0, gpumem_device_free(held));
+}
+
+TEST_F(api, allocations_do_not_open_the_machine_each_time) {
+    void *dev;
+
+    ASSERT_EQ(0, gpumem_device_malloc(&dev, 4096));
+    ASSERT_EQ(0, gpumem_device_free(dev));
+
+    /* The machine was opened by the first call, and stays open */
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_DEBUG,
+                                 gpumem_test::log_capture::LEVEL_RAISED);
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_EQ(0, gpumem_device_malloc(&dev, 4096));
+        ASSERT_EQ(0, gpumem_device_free(dev));
+    }
+    EXPECT_EQ(0u, log.count({"GPUs of the", "driver"})) << log.text("GPUs");
+
+    /* A reset closes it; the next call opens it again */
+    EXPECT_EQ(0, gpumem_device_reset());
+    ASSERT_EQ(0, gpumem_device_malloc(&dev, 4096));
+    ASSERT_EQ(0, gpumem_device_free(dev));
+    EXPECT_EQ(1u, log.count({"GPUs of the", "driver"})) << log.text("GPUs");
+}
+
+TEST_F(api, threads_allocate_copy_and_free_on_shared_gpus) {
+    const unsigned count = 8, iterations = 200;
+    std::atomic<unsigned> failures(0);
+    gpumem_test::watchdog watchdog("gpumem.h calls from 8 threads", 120);
+    std::vector<std::thread> threads;
+
+    for (unsigned t = 0; t < count; ++t) {
+        threads.emplace_back([&, t]() {
+            std::string in, out;
+            gpumem_pointer_attr_t attr;
+            void *dev[2];
+
+            for (unsigned i = 0; i < iterations; ++i) {
+                size_t size = 1 + ((t * 7919 + i * 104729) % 100000);
+
+                in.assign(size, (char)(t + i));
+                out.assign(size, '\0');
+                failures += (gpumem_device_set((t + i) % 2) != 0);
+                failures += (gpumem_device_malloc(&dev[0], size) != 0);
+                failures += (gpumem_device_set((t + i + 1) % 2) != 0);
+                failures += (gpumem_device_malloc(&dev[1], size) != 0);
+                failures += (gpumem_device_memcpy(dev[0], &in[0], size) != 0);
+                failures += (gpumem_device_memcpy(dev[1], dev[0], size) != 0);
+                failures += (gpumem_device_memcpy(&out[0], dev[1], size) != 0);
+                failures += (in != out);
+                failures += (gpumem_device_query(dev[1], &attr) != 0) ||
+                            (attr.base != dev[1]) || (attr.size < size);
+                failures += (gpumem_device_free(dev[0]) != 0);
+                failures += (gpumem_device_free(dev[1]) != 0);
+            }
+        });
+    }
+    for (std::thread &thread : threads) {
+        thread.join();
+    }
+    EXPECT_EQ(0u, failures.load());
+}
+
+TEST_F(api, of_two_frees_of_one_allocation_one_frees_it) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_test::watchdog watchdog("concurrent frees", 120);
+    std::atomic<unsigned> freed(0), refused(0);
+
+    for (unsigned i = 0; i < 100; ++i) {
+        std::vector<std::thread> threads;
+        void *dev;
+
+        ASSERT_EQ(0, gpumem_device_malloc(&dev, 4096));
+        for (unsigned t = 0; t < 4; ++t) {
+            threads.emplace_back([&]() {
+                int result = gpumem_device_free(dev);
+                if (result == 0) {
+                    ++freed;
+                } else if (result == UCS_ERR_INVALID_ADDR) {
+                    ++refused;
+                }
+            });
+        }
+        for (std::thread &thread : threads) {
+            thread.join();
+        }
+    }
+    EXPECT_EQ(100u, freed.load());
+    EXPECT_EQ(300u, refused.load());
+    EXPECT_EQ(300u, log.count({"which no gpumem_device_malloc gave"}));
 }

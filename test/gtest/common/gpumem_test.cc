@@ -6,6 +6,8 @@
 
 #include "gpumem_test.h"
 
+#include <gpumem/gpumem.h>
+
 extern "C" {
 #include <ucs/config/parser.h>
 }
@@ -57,6 +59,18 @@ void *plugin_symbol(const char *name)
     sym = dlsym(handle, name);
     EXPECT_TRUE(sym != NULL) << "plugin has no symbol " << name;
     return sym;
+}
+
+void reset_device_calls()
+{
+    void *handle = plugin_handle();
+    void *reset  = (handle != NULL) ? dlsym(handle, "gpumem_device_reset") :
+                                      NULL;
+
+    if (reset != NULL) {
+        EXPECT_EQ(0, ((decltype(&gpumem_device_reset))reset)());
+    }
+    EXPECT_EQ(0, gpumem_device_reset());
 }
 
 std::vector<std::string> component_names()

@@ -28,6 +28,12 @@ void *plugin_symbol(const char *name);
 /* Names of the components uct_query_components() returns now. */
 std::vector<std::string> component_names();
 
+/* Closes the GPUs that the device memory calls (gpumem.h) keep open, the
+ * loaded plugin's and this binary's own, so that the next test's calls open
+ * them with its settings: what each fixture that makes them does at its
+ * end. */
+void reset_device_calls();
+
 /* The registered component of that name, or NULL. */
 uct_component_h find_component(const std::string &name);
 

@@ -86,6 +86,7 @@ void copy_test::SetUp()
 
 void copy_test::TearDown()
 {
+    gpumem_test::reset_device_calls();
     unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
     unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
     /* Everything closed and freed: the machine's state is gone */

@@ -9,9 +9,14 @@
 
 #include "copy_test.h"
 
+#include <common/log_capture.h>
+#include <common/watchdog.h>
+
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 
@@ -320,6 +325,79 @@ TEST_F(copy_ucp, tag_to_self_moves_device_buffers) {
     for (size_t size : sizes) {
         send_recv_device_both_ways(ep, worker, size);
     }
+}
+
+/* gpumem_device_free gives back only what gpumem_device_malloc gave */
+TEST_F(copy_ucp, device_free_refuses_memory_that_ucp_mem_map_gave) {
+    auto free_call = (decltype(&gpumem_device_free))
+                     gpumem_test::plugin_symbol("gpumem_device_free");
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    std::string in = pattern(10000, 4), unused;
+    ucp_mem_h memh;
+    void *address;
+
+    init("self,gpumemcpy");
+    address = alloc(DEVICE_MAPPED, in.size(), unused, &memh);
+    ASSERT_TRUE(address != NULL);
+    ASSERT_TRUE(free_call != NULL);
+
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, free_call(address));
+    log.expect("which no gpumem_device_malloc gave");
+
+    /* Still mapped, still UCP's */
+    to_device(address, in);
+    EXPECT_TRUE(in == from_device(address, in.size()));
+    EXPECT_EQ(UCS_OK, ucp_mem_unmap(m_context, memh));
+}
+
+/* The device memory calls in threads of their own while UCP maps and
+ * unmaps device memory of the same GPUs: every byte checked */
+TEST_F(copy_ucp, device_calls_and_ucp_mem_map_in_other_threads) {
+    const unsigned threads = 4, iterations = 100;
+    gpumem_test::watchdog watchdog("gpumem.h and ucp_mem_map at once", 120);
+    std::atomic<unsigned> failures(0);
+    std::atomic<bool> done(false);
+    std::vector<std::thread> callers;
+    std::string unused;
+    ucp_mem_h memh;
+    void *address;
+
+    init("self,gpumemcpy");
+    for (unsigned t = 0; t < threads; ++t) {
+        callers.emplace_back([&, t]() {
+            for (unsigned i = 0; i < iterations; ++i) {
+                std::string in = pattern(1000 + (i * 37), t * 1000 + i);
+                void *dev      = device_alloc(in.size(), (t + i) % 2);
+
+                if (dev == NULL) {
+                    ++failures;
+                    continue;
+                }
+                to_device(dev, in);
+                failures += (from_device(dev, in.size()) != in);
+                device_free(dev);
+            }
+        });
+    }
+
+    /* This thread is the only one in UCP */
+    for (unsigned i = 0; !done; ++i) {
+        std::string in = pattern(5000 + i, 77 + i);
+
+        address = alloc(DEVICE_MAPPED, in.size(), unused, &memh);
+        if (address == NULL) {
+            ++failures;
+            break;
+        }
+        to_device(address, in);
+        failures += (from_device(address, in.size()) != in);
+        EXPECT_EQ(UCS_OK, ucp_mem_unmap(m_context, memh));
+        done = (i >= iterations);
+    }
+    for (std::thread &caller : callers) {
+        caller.join();
+    }
+    EXPECT_EQ(0u, failures.load());
 }
 
 INSTANTIATE_TEST_SUITE_P(tls, copy_ucp,

@@ -73,6 +73,7 @@ std::string emu_env_set()
 
 void emu_env_unset(const std::string &shm_dir)
 {
+    reset_device_calls();
     unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
     unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
     if (!shm_dir.empty()) {

@@ -14,23 +14,44 @@
 #include <uct/gpumem/gpumem_md.h>
 #include <uct/gpumem/ipc/ipc_cache.h>
 #include <ucm/gpumem/ucm_gpumem.h>
+#include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
+#include <pthread.h>
 #include <string.h>
 
 
-static ucs_memory_type_t gpumem_api_mem_type = UCS_MEMORY_TYPE_CUDA;
-static __thread int gpumem_api_device      = 0;
+/* An allocation gpumem_device_malloc gave, and the reference it holds */
+typedef struct gpumem_api_alloc {
+    gpumem_region_t      *region;
+    uct_gpumem_context_t *context;
+} gpumem_api_alloc_t;
+
+/* What gpumem_device_malloc gave, by address: only that is freed by
+ * gpumem_device_free */
+KHASH_MAP_INIT_INT64(gpumem_api_allocs, gpumem_api_alloc_t)
 
 
-/*
- * A reference on the process's GPUs, opened with the UCX_GPUMEM_* settings
- * if no memory domain has them open: each call holds one while it runs, and
- * each allocation one until its free, so that the GPUs close once nothing
- * of theirs is in use.
- */
-static ucs_status_t gpumem_api_context_get(uct_gpumem_context_t **context_p)
+static pthread_mutex_t gpumem_api_lock        = PTHREAD_MUTEX_INITIALIZER;
+static uct_gpumem_context_t *gpumem_api_open  = NULL; /* The calls' hold */
+static khash_t(gpumem_api_allocs) gpumem_api_allocs;   /* Under the lock */
+static ucs_memory_type_t gpumem_api_mem_type  = UCS_MEMORY_TYPE_CUDA;
+static __thread int gpumem_api_device         = 0;
+
+
+#define GPUMEM_API_CHECK_ARG(_arg, _call) \
+    do { \
+        if ((_arg) == NULL) { \
+            ucs_error("gpumem: %s: " #_arg " is NULL", _call); \
+            return UCS_ERR_INVALID_PARAM; \
+        } \
+    } while (0)
+
+
+/* Opens the process's GPUs with the UCX_GPUMEM_* settings, if no memory
+ * domain has them open, for the calls to hold (api lock held) */
+static ucs_status_t gpumem_api_context_open(void)
 {
     uct_gpumem_context_params_t params;
     uct_gpumem_md_config_t *config;
@@ -46,9 +67,47 @@ static ucs_status_t gpumem_api_context_get(uct_gpumem_context_t **context_p)
     config = ucs_derived_of(md_config, uct_gpumem_md_config_t);
     uct_gpumem_md_context_params(config, &params);
     gpumem_api_mem_type = config->mem_type;
-    status              = uct_gpumem_context_get(&params, context_p);
+    status              = uct_gpumem_context_get(&params, &gpumem_api_open);
     uct_config_release(md_config);
     return status;
+}
+
+/*
+ * A reference on the process's GPUs for one call, or for one allocation
+ * until its free. The calls hold them open from the first call on, until
+ * gpumem_device_reset() or the process's exit.
+ */
+static ucs_status_t gpumem_api_context_get(uct_gpumem_context_t **context_p)
+{
+    ucs_status_t status = UCS_OK;
+
+    pthread_mutex_lock(&gpumem_api_lock);
+    if (gpumem_api_open == NULL) {
+        status = gpumem_api_context_open();
+    }
+    if (status == UCS_OK) {
+        uct_gpumem_context_ref(gpumem_api_open);
+        *context_p = gpumem_api_open;
+    }
+    pthread_mutex_unlock(&gpumem_api_lock);
+    return status;
+}
+
+gpumem_result_t gpumem_device_reset(void)
+{
+    pthread_mutex_lock(&gpumem_api_lock);
+    if (gpumem_api_open != NULL) {
+        uct_gpumem_context_put(gpumem_api_open);
+        gpumem_api_open = NULL;
+    }
+    pthread_mutex_unlock(&gpumem_api_lock);
+    return UCS_OK;
+}
+
+static void UCS_F_DTOR gpumem_api_cleanup(void)
+{
+    gpumem_device_reset();
+    kh_destroy_inplace(gpumem_api_allocs, &gpumem_api_allocs);
 }
 
 gpumem_result_t gpumem_device_count(int *count)
@@ -56,6 +115,7 @@ gpumem_result_t gpumem_device_count(int *count)
     uct_gpumem_context_t *context;
     ucs_status_t status;
 
+    GPUMEM_API_CHECK_ARG(count, "gpumem_device_count");
     status = gpumem_api_context_get(&context);
     if (status == UCS_OK) {
         *count = context->num_gpus;
@@ -87,47 +147,106 @@ gpumem_result_t gpumem_device_set(int device)
 
 gpumem_result_t gpumem_device_get(int *device)
 {
+    GPUMEM_API_CHECK_ARG(device, "gpumem_device_get");
     *device = gpumem_api_device;
     return UCS_OK;
 }
 
+/* Records an allocation for its free; UCS_ERR_NO_MEMORY if it cannot */
+static ucs_status_t gpumem_api_record(void *ptr,
+                                      const gpumem_api_alloc_t *alloc)
+{
+    khiter_t iter;
+    int ret;
+
+    pthread_mutex_lock(&gpumem_api_lock);
+    iter = kh_put(gpumem_api_allocs, &gpumem_api_allocs, (uintptr_t)ptr,
+                  &ret);
+    if (ret >= 0) {
+        kh_val(&gpumem_api_allocs, iter) = *alloc;
+    }
+    pthread_mutex_unlock(&gpumem_api_lock);
+    return (ret >= 0) ? UCS_OK : UCS_ERR_NO_MEMORY;
+}
+
+/* Takes an allocation off the record: 0 if gpumem_device_malloc did not
+ * give @a ptr, or it was freed */
+static int gpumem_api_forget(void *ptr, gpumem_api_alloc_t *alloc)
+{
+    khiter_t iter;
+    int found;
+
+    pthread_mutex_lock(&gpumem_api_lock);
+    iter  = kh_get(gpumem_api_allocs, &gpumem_api_allocs, (uintptr_t)ptr);
+    found = (iter != kh_end(&gpumem_api_allocs));
+    if (found) {
+        *alloc = kh_val(&gpumem_api_allocs, iter);
+        kh_del(gpumem_api_allocs, &gpumem_api_allocs, iter);
+    }
+    pthread_mutex_unlock(&gpumem_api_lock);
+    return found;
+}
+
 gpumem_result_t gpumem_device_malloc(void **ptr, size_t size)
 {
+    int device = gpumem_api_device;
     uct_gpumem_context_t *context;
+    gpumem_api_alloc_t alloc;
     gpumem_region_t *region;
     ucs_status_t status;
+    char free_str[64];
 
+    GPUMEM_API_CHECK_ARG(ptr, "gpumem_device_malloc");
     status = gpumem_api_context_get(&context);
     if (status != UCS_OK) {
         return status;
     }
 
-    if ((unsigned)gpumem_api_device >= context->num_gpus) {
+    if ((unsigned)device >= context->num_gpus) {
         ucs_error("gpumem: the thread's GPU %d is not one of the %u GPUs",
-                  gpumem_api_device, context->num_gpus);
-        uct_gpumem_context_put(context);
-        return UCS_ERR_INVALID_PARAM;
+                  device, context->num_gpus);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err_put;
     }
 
-    status = gpumem_alloc(context->gpus[gpumem_api_device], GPUMEM_KIND_GPU,
-                          size, 0, &region);
+    status = gpumem_alloc(context->gpus[device], GPUMEM_KIND_GPU, size, 0,
+                          &region);
+    if (status == UCS_ERR_NO_MEMORY) {
+        ucs_error("gpumem: gpumem_device_malloc of %zu bytes on GPU %d: no "
+                  "room now, %s", size, device,
+                  gpumem_gpu_vram_free_str(context->gpus[device], free_str,
+                                           sizeof(free_str)));
+    }
     if (status != UCS_OK) {
-        uct_gpumem_context_put(context);
-        return status;
+        goto err_put;
+    }
+
+    alloc.region  = region;
+    alloc.context = context;
+    status        = gpumem_api_record((void*)gpumem_region_address(region),
+                                      &alloc);
+    if (status != UCS_OK) {
+        ucs_error("gpumem: gpumem_device_malloc: failed to record an "
+                  "allocation");
+        gpumem_free(context->gpus[device], region);
+        goto err_put;
     }
 
     /* The allocation keeps the reference until its free */
     *ptr = (void*)gpumem_region_address(region);
     ucm_gpumem_dispatch_alloc(*ptr, gpumem_region_size(region),
-                              gpumem_api_mem_type,
-                              context->sys_devs[gpumem_api_device]);
+                              gpumem_api_mem_type, context->sys_devs[device]);
     return UCS_OK;
+
+err_put:
+    uct_gpumem_context_put(context);
+    return status;
 }
 
-/* The allocation that begins at @a ptr (or holds it) on its GPU */
+/* The allocation that holds @a ptr on its GPU */
 static ucs_status_t gpumem_api_find(uct_gpumem_context_t *context,
                                     const void *ptr, int *gpu_p,
-                                    gpumem_region_t **region_p)
+                                    uint64_t *base_p, size_t *size_p)
 {
     int gpu = uct_gpumem_context_find_gpu(context, ptr);
 
@@ -135,44 +254,32 @@ static ucs_status_t gpumem_api_find(uct_gpumem_context_t *context,
         return UCS_ERR_INVALID_ADDR;
     }
 
-    *region_p = gpumem_find_region(context->gpus[gpu], (uintptr_t)ptr);
-    *gpu_p    = gpu;
-    return (*region_p != NULL) ? UCS_OK : UCS_ERR_INVALID_ADDR;
+    *gpu_p = gpu;
+    return (gpumem_find_range(context->gpus[gpu], (uintptr_t)ptr, base_p,
+                              size_p) == UCS_OK) ? UCS_OK :
+                                                   UCS_ERR_INVALID_ADDR;
 }
 
 gpumem_result_t gpumem_device_free(void *ptr)
 {
-    uct_gpumem_context_t *context;
-    gpumem_region_t *region;
+    gpumem_api_alloc_t alloc;
     ucs_status_t status;
-    int gpu;
 
     if (ptr == NULL) {
         return UCS_OK;
     }
 
-    status = gpumem_api_context_get(&context);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = gpumem_api_find(context, ptr, &gpu, &region);
-    if ((status != UCS_OK) || (gpumem_region_address(region) !=
-                               (uintptr_t)ptr)) {
-        ucs_error("gpumem: free of %p, which no gpumem_device_malloc gave",
-                  ptr);
-        uct_gpumem_context_put(context);
+    /* Off the record first: of two frees of one pointer, one frees it */
+    if (!gpumem_api_forget(ptr, &alloc)) {
+        ucs_error("gpumem: free of %p, which no gpumem_device_malloc gave, "
+                  "or which was freed", ptr);
         return UCS_ERR_INVALID_ADDR;
     }
 
-    ucm_gpumem_dispatch_free(ptr, gpumem_region_size(region),
+    ucm_gpumem_dispatch_free(ptr, gpumem_region_size(alloc.region),
                              gpumem_api_mem_type);
-    status = gpumem_free(context->gpus[gpu], region);
-    if (status == UCS_OK) {
-        /* The allocation's reference */
-        uct_gpumem_context_put(context);
-    }
-    uct_gpumem_context_put(context);
+    status = gpumem_free(gpumem_region_gpu(alloc.region), alloc.region);
+    uct_gpumem_context_put(alloc.context);
     return status;
 }
 
@@ -200,6 +307,12 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
     ucs_status_t status;
     uint64_t peer_src;
 
+    if (size == 0) {
+        return UCS_OK;
+    }
+
+    GPUMEM_API_CHECK_ARG(dst, "gpumem_device_memcpy");
+    GPUMEM_API_CHECK_ARG(src, "gpumem_device_memcpy");
     status = gpumem_api_context_get(&context);
     if (status != UCS_OK) {
         return status;
@@ -213,8 +326,8 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
         status = gpumem_api_copy(context, (dst_gpu >= 0) ? dst_gpu : src_gpu,
                                  (uintptr_t)dst, dst_gpu >= 0, (uintptr_t)src,
                                  src_gpu >= 0, size);
-    } else if (gpumem_api_find(context, src, &src_gpu, &src_region) !=
-               UCS_OK) {
+    } else if ((src_region = gpumem_find_region(context->gpus[src_gpu],
+                                                (uintptr_t)src)) == NULL) {
         ucs_error("gpumem: memcpy from %p, which no allocation holds", src);
         status = UCS_ERR_INVALID_ADDR;
     } else {
@@ -240,6 +353,10 @@ gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size)
     size_t offset, length;
     ucs_status_t status;
 
+    if (size > 0) {
+        GPUMEM_API_CHECK_ARG(ptr, "gpumem_device_memset");
+    }
+
     memset(chunk, value, sizeof(chunk));
     for (offset = 0; offset < size; offset += length) {
         length = ucs_min(sizeof(chunk), size - offset);
@@ -256,10 +373,12 @@ gpumem_result_t gpumem_device_query(const void *ptr,
                                     gpumem_pointer_attr_t *attr)
 {
     uct_gpumem_context_t *context;
-    gpumem_region_t *region;
     ucs_status_t status;
+    uint64_t base;
+    size_t size;
     int gpu;
 
+    GPUMEM_API_CHECK_ARG(attr, "gpumem_device_query");
     status = gpumem_api_context_get(&context);
     if (status != UCS_OK) {
         return status;
@@ -267,11 +386,11 @@ gpumem_result_t gpumem_device_query(const void *ptr,
 
     memset(attr, 0, sizeof(*attr));
     attr->device = -1;
-    if (gpumem_api_find(context, ptr, &gpu, &region) == UCS_OK) {
+    if (gpumem_api_find(context, ptr, &gpu, &base, &size) == UCS_OK) {
         attr->is_device = 1;
         attr->device    = gpu;
-        attr->base      = (void*)gpumem_region_address(region);
-        attr->size      = gpumem_region_size(region);
+        attr->base      = (void*)(uintptr_t)base;
+        attr->size      = size;
     }
     uct_gpumem_context_put(context);
     return UCS_OK;
@@ -286,6 +405,7 @@ gpumem_result_t gpumem_device_can_access_peer(int *can_access, int device,
     ucs_status_t status;
     int reaches;
 
+    GPUMEM_API_CHECK_ARG(can_access, "gpumem_device_can_access_peer");
     status = gpumem_api_context_get(&context);
     if (status != UCS_OK) {
         return status;
@@ -323,12 +443,27 @@ gpumem_result_t gpumem_ipc_bytes(unsigned long long *bytes)
 {
     uct_gpumem_ipc_stats_t stats;
 
+    GPUMEM_API_CHECK_ARG(bytes, "gpumem_ipc_bytes");
     uct_gpumem_ipc_stats(&stats);
     *bytes = stats.bytes;
     return UCS_OK;
 }
 
+/* Whether @a result is a status UCS names: its own string for an unknown
+ * one begins "Unknown error" */
+static int gpumem_api_is_status(gpumem_result_t result)
+{
+    static const char unknown[] = "Unknown error";
+
+    return (result <= UCS_INPROGRESS) && (result > UCS_ERR_LAST) &&
+           (strncmp(ucs_status_string((ucs_status_t)result), unknown,
+                    sizeof(unknown) - 1) != 0);
+}
+
 const char *gpumem_result_string(gpumem_result_t result)
 {
+    if (!gpumem_api_is_status(result)) {
+        return "not a gpumem result";
+    }
     return ucs_status_string((ucs_status_t)result);
 }

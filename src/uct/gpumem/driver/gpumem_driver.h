@@ -121,6 +121,9 @@ typedef struct gpumem_driver_ops {
     const gpumem_topo_reach_t *(*reach)(gpumem_driver_gpu_t *gpu);
     size_t       (*vram_size)(gpumem_driver_gpu_t *gpu);
     size_t       (*bar_size)(gpumem_driver_gpu_t *gpu);
+    /* VRAM no allocation of any process holds now; NULL where the driver
+     * cannot tell */
+    size_t       (*vram_free)(gpumem_driver_gpu_t *gpu);
 
     void         (*close)(gpumem_driver_t *driver);
 

@@ -24,6 +24,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
 #include <string.h>
 
@@ -266,6 +267,26 @@ const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu)
     return gpu->ops->reach(gpu->dgpu);
 }
 
+const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
+                                     size_t max)
+{
+    char free_str[16], total_str[16];
+
+    if (gpu->ops->vram_free == NULL) {
+        ucs_snprintf_zero(buf, max, "the %s driver does not tell how much "
+                          "VRAM is free", gpu->ops->name);
+        return buf;
+    }
+
+    ucs_memunits_to_str(gpu->ops->vram_free(gpu->dgpu), free_str,
+                        sizeof(free_str));
+    ucs_memunits_to_str(gpu->ops->vram_size(gpu->dgpu), total_str,
+                        sizeof(total_str));
+    ucs_snprintf_zero(buf, max, "%s of %s of VRAM free", free_str,
+                      total_str);
+    return buf;
+}
+
 static ucs_status_t gpumem_memory_create(gpumem_gpu_t *gpu,
                                          gpumem_memory_type_t type,
                                          gpumem_kind_t kind, size_t size,
@@ -411,6 +432,18 @@ err_destroy_memory:
     return status;
 }
 
+/* The drivers leave "no room now" to the core to say */
+static void gpumem_alloc_no_room(gpumem_gpu_t *gpu, gpumem_kind_t kind,
+                                 size_t size)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX], free_str[64];
+
+    ucs_debug("gpumem: no room now for %zu bytes of %s memory on GPU %s: %s",
+              size, (kind == GPUMEM_KIND_BAR) ? "BAR" : "GPU",
+              gpumem_gpu_name(gpu, name),
+              gpumem_gpu_vram_free_str(gpu, free_str, sizeof(free_str)));
+}
+
 static ucs_status_t
 gpumem_alloc_locked(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
                     unsigned flags, gpumem_region_t **region_p)
@@ -458,6 +491,9 @@ gpumem_alloc_locked(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
     } else {
         status = gpu->ops->mem_alloc(gpu->dgpu, rounded, page_size,
                                      kind == GPUMEM_KIND_BAR, &memory->vram);
+        if (status == UCS_ERR_NO_MEMORY) {
+            gpumem_alloc_no_room(gpu, kind, rounded);
+        }
     }
     if (status != UCS_OK) {
         goto err_free_memory;
@@ -1375,6 +1411,23 @@ gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
     return region;
 }
 
+
+ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
+                               uint64_t *base_p, size_t *size_p)
+{
+    gpumem_region_t *region;
+    ucs_status_t status = UCS_ERR_NO_ELEM;
+
+    gpumem_gpu_lock(gpu);
+    region = gpumem_find_region_locked(gpu, address);
+    if (region != NULL) {
+        *base_p = region->address;
+        *size_p = region->size;
+        status  = UCS_OK;
+    }
+    gpumem_gpu_unlock(gpu);
+    return status;
+}
 
 uint64_t gpumem_region_address(const gpumem_region_t *region)
 {

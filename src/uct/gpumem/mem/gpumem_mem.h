@@ -79,6 +79,11 @@ void gpumem_gpu_destroy(gpumem_gpu_t *gpu);
 
 const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu);
 
+/* How much VRAM the GPU has free now, in words ("1.5G of 16G of VRAM
+ * free"), for a log line */
+const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
+                                     size_t max);
+
 
 /**
  * @a size new bytes of @a kind. System memory is rounded up to the
@@ -157,6 +162,14 @@ ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
  * given where several do (peer regions over one mapping share addresses).
  */
 gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address);
+
+/**
+ * The first byte and size of the region of @a gpu whose addresses hold
+ * @a address, read in one call, so that a free in another thread cannot
+ * come between; UCS_ERR_NO_ELEM if none does.
+ */
+ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
+                               uint64_t *base_p, size_t *size_p);
 
 /* The GPU address of the region's first byte */
 uint64_t gpumem_region_address(const gpumem_region_t *region);

@@ -202,6 +202,7 @@ static const gpumem_driver_ops_t gpumem_emu_ops = {
     .gpu            = gpumem_emu_gpu_at,
     .reach          = gpumem_emu_reach,
     .vram_size      = gpumem_emu_vram_size,
+    .vram_free      = gpumem_emu_vram_free,
     .bar_size       = gpumem_emu_bar_size,
     .close          = gpumem_emu_close,
     .mem_alloc      = gpumem_emu_mem_alloc,

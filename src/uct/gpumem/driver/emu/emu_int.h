@@ -233,6 +233,7 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *gpu, size_t size,
                                   size_t page_size, int in_bar,
                                   gpumem_driver_mem_t **mem_p);
 void gpumem_emu_mem_free(gpumem_driver_mem_t *mem);
+size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *gpu);
 
 
 /* emu_export.c: handles another process imports */

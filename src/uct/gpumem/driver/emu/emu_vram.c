@@ -231,6 +231,20 @@ void gpumem_emu_vram_cleanup(gpumem_emu_gpu_t *gpu)
     gpu->holds = NULL;
 }
 
+size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *handle)
+{
+    gpumem_emu_gpu_t *gpu = gpumem_emu_gpu(handle);
+    size_t used           = 0;
+    unsigned pos;
+
+    gpumem_emu_state_lock(gpu);
+    for (pos = 0; pos < gpu->state->num_extents; ++pos) {
+        used += gpu->state->extents[gpu->state->order[pos]].size;
+    }
+    gpumem_emu_state_unlock(gpu);
+    return gpu->vram_size - ucs_min(used, gpu->vram_size);
+}
+
 static ucs_status_t gpumem_emu_mem_check(gpumem_emu_gpu_t *gpu, size_t size,
                                          size_t page_size)
 {
