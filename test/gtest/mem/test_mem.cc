@@ -351,6 +351,51 @@ TEST_F(mem_core, release_gives_back_all_regions_out_included) {
     EXPECT_EQ(0u, stats(0).memories);
 }
 
+/* Locked memory of this process, in kB (/proc/self/status) */
+static long mem_core_locked_kb() {
+    FILE *file = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+
+    while ((file != NULL) && (fgets(line, sizeof(line), file) != NULL)) {
+        if (sscanf(line, "VmLck: %ld kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (file != NULL) {
+        fclose(file);
+    }
+    return kb;
+}
+
+TEST_F(mem_core, release_unpins_map_host_pins_and_peers_pins) {
+    const size_t size = 64 * 4096;
+    std::vector<char> pages(size + 4096);
+    void *addr        = (void*)(((uintptr_t)pages.data() + 4095) &
+                                    ~(uintptr_t)4095);
+    long before       = mem_core_locked_kb();
+    gpumem_region_t *pinned, *system, *peer_of_pinned, *peer_of_system;
+
+    ASSERT_GE(before, 0) << "no VmLck in /proc/self/status";
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), addr, size, &pinned));
+    system = alloc(0, GPUMEM_KIND_HOST, size);
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), pinned, &peer_of_pinned));
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), system, &peer_of_system));
+    EXPECT_GT(mem_core_locked_kb(), before);
+
+    /* GPU 1's release ends its pins as its frees would, GPU 0's release
+     * its own: the locked memory is back where it was */
+    gpumem_gpu_release(gpu(1));
+    gpumem_gpu_release(gpu(0));
+    EXPECT_EQ(before, mem_core_locked_kb());
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer_of_pinned));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer_of_system));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), pinned));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), system));
+    EXPECT_EQ(before, mem_core_locked_kb());
+}
+
 TEST_F(mem_core, requests_after_release_are_invalid) {
     char byte;
     gpumem_region_t *region = alloc(1, GPUMEM_KIND_GPU, 4096);

@@ -173,9 +173,9 @@ static void gpumem_memory_destroy(gpumem_memory_t *memory)
         owner->ops->sys_free(owner->dgpu, memory->host, memory->size);
         break;
     case GPUMEM_MEMORY_PINNED:
-        if (!owner->released) {
-            owner->ops->unpin(owner->dgpu, memory->host, memory->size);
-        }
+        /* Pins are the process's, not the GPU's tables: they go back at
+         * the release's give-back as at a free */
+        owner->ops->unpin(owner->dgpu, memory->host, memory->size);
         break;
     }
     ucs_free(memory);
@@ -887,6 +887,10 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
     }
     gpumem_mem_global_unlock();
 
+    /* This GPU's pin of another GPU's system memory, as its free would */
+    if ((memory->owner != gpu) && (memory->type != GPUMEM_MEMORY_VRAM)) {
+        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+    }
     gpumem_mapping_destroy(mapping);
     if (idle != NULL) {
         gpumem_memory_destroy(idle);
