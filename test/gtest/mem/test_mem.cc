@@ -8,6 +8,10 @@
 
 #include "mem_test.h"
 
+#include <common/log_capture.h>
+
+#include <sys/mman.h>
+
 #include <atomic>
 #include <thread>
 
@@ -263,6 +267,34 @@ TEST_F(mem_core, map_peer_of_a_peer_region_maps_the_owners_region) {
     gpumem_free(gpu(0), owned);
 }
 
+/* Seed: "Raises Invalid_argument if r, or the region it maps, was freed":
+ * a peer region whose owner's region is gone maps nothing more, whichever
+ * GPU asks (the owner itself too), and takes nothing */
+TEST_F(mem_core, map_peer_of_a_peer_region_whose_owner_freed_is_invalid) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *peer, *again = NULL;
+
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+
+    for (unsigned i : {0u, 1u}) {
+        gpumem_gpu_stats_t before = stats(i);
+
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_map_peer(gpu(i), peer, &again))
+                << "GPU " << i;
+        log.expect("which its owner freed");
+        EXPECT_EQ(before.regions, stats(i).regions);
+        EXPECT_EQ(before.mappings, stats(i).mappings);
+    }
+
+    /* The peer's last free, then the owner's next call, give it all back */
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    gpumem_free(gpu(0), alloc(0, GPUMEM_KIND_GPU, 4096));
+    EXPECT_EQ(0u, stats(0).vram_bytes);
+    EXPECT_EQ(0u, stats(0).memories);
+}
+
 TEST_F(mem_core, map_peer_of_system_memory_pins_for_the_peer) {
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_HOST, 4096);
     gpumem_region_t *peer;
@@ -377,6 +409,14 @@ TEST_F(mem_core, release_unpins_map_host_pins_and_peers_pins) {
     gpumem_region_t *pinned, *system, *peer_of_pinned, *peer_of_system;
 
     ASSERT_GE(before, 0) << "no VmLck in /proc/self/status";
+    ASSERT_EQ(0, mlock(addr, size));
+    if (mem_core_locked_kb() == before) {
+        munlock(addr, size);
+        GTEST_SKIP() << "mlock() locks nothing in this process (a "
+                        "sanitizer's mlock is a no-op)";
+    }
+    munlock(addr, size);
+
     ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), addr, size, &pinned));
     system = alloc(0, GPUMEM_KIND_HOST, size);
     ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), pinned, &peer_of_pinned));

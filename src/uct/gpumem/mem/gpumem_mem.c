@@ -29,10 +29,12 @@
 #include <string.h>
 
 
-KHASH_SET_INIT_INT64(gpumem_region_set)
+/* The live regions: address to id */
+KHASH_MAP_INIT_INT64(gpumem_region_set, uint64_t)
 
 static pthread_mutex_t gpumem_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static khash_t(gpumem_region_set) gpumem_live_regions;
+static uint64_t gpumem_next_region_id = 1;
 
 
 static void gpumem_mem_global_lock(void)
@@ -76,6 +78,18 @@ static const char *gpumem_gpu_name(const gpumem_gpu_t *gpu, char *buf)
                                GPUMEM_TOPO_PCI_STR_MAX);
 }
 
+/* Whether the region of @a id at @a region was given and not freed; under
+ * the global lock */
+static int gpumem_region_id_is_live(const gpumem_region_t *region,
+                                    uint64_t id)
+{
+    khiter_t iter = kh_get(gpumem_region_set, &gpumem_live_regions,
+                           (uint64_t)(uintptr_t)region);
+
+    return (iter != kh_end(&gpumem_live_regions)) &&
+           (kh_val(&gpumem_live_regions, iter) == id);
+}
+
 /* Under the global lock */
 static int gpumem_region_is_live(const gpumem_region_t *region)
 {
@@ -109,12 +123,17 @@ static void gpumem_region_unlock_gpu(gpumem_gpu_t *gpu)
     gpumem_gpu_put(gpu);
 }
 
+/* A new region over @a mapping; @a source (of @a source_id) is the region
+ * alloc, map_host or import gave that it maps, or NULL for one of those */
 static ucs_status_t gpumem_region_create(gpumem_mapping_t *mapping,
                                          uint64_t address, size_t size,
                                          void *host, int from_alloc,
+                                         const gpumem_region_t *source,
+                                         uint64_t source_id,
                                          gpumem_region_t **region_p)
 {
     gpumem_region_t *region;
+    khiter_t iter;
     int ret;
 
     region = ucs_calloc(1, sizeof(*region), "gpumem_region");
@@ -132,8 +151,14 @@ static ucs_status_t gpumem_region_create(gpumem_mapping_t *mapping,
     region->from_alloc = from_alloc;
 
     gpumem_mem_global_lock();
-    kh_put(gpumem_region_set, &gpumem_live_regions,
-           (uint64_t)(uintptr_t)region, &ret);
+    region->id        = gpumem_next_region_id++;
+    region->source    = (source != NULL) ? source : region;
+    region->source_id = (source != NULL) ? source_id : region->id;
+    iter              = kh_put(gpumem_region_set, &gpumem_live_regions,
+                               (uint64_t)(uintptr_t)region, &ret);
+    if (ret >= 0) {
+        kh_val(&gpumem_live_regions, iter) = region->id;
+    }
     gpumem_mem_global_unlock();
     if (ret < 0) {
         ucs_free(region);
@@ -416,7 +441,7 @@ static ucs_status_t gpumem_memory_map_first(gpumem_gpu_t *gpu,
     }
 
     status = gpumem_region_create(mapping, mapping->va + offset, size, host,
-                                  from_alloc, region_p);
+                                  from_alloc, NULL, 0, region_p);
     if (status != UCS_OK) {
         goto err_unmap;
     }
@@ -681,10 +706,13 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                        gpumem_region_t **region_p)
 {
     char owner_name[GPUMEM_TOPO_PCI_STR_MAX];
+    const gpumem_region_t *source;
     gpumem_mapping_t *mapping;
     gpumem_memory_t *memory, *idle;
     ucs_status_t status;
-    size_t offset;
+    size_t offset, size;
+    uint64_t source_id;
+    void *host;
 
     status = gpumem_gpu_check_live(gpu, "map_peer");
     if (status != UCS_OK) {
@@ -702,6 +730,13 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (!gpumem_region_id_is_live(region->source, region->source_id)) {
+        gpumem_mem_global_unlock();
+        ucs_error("gpumem: map_peer of region %p, a mapping of region %p, "
+                  "which its owner freed", region, region->source);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if ((region->mapping == NULL) ||
         region->mapping->memory->owner->released) {
         gpumem_mem_global_unlock();
@@ -714,8 +749,12 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     }
 
     /* A region map_peer gave maps the owner's memory: the same memory */
-    memory = region->mapping->memory;
-    offset = region->address - region->mapping->va;
+    memory    = region->mapping->memory;
+    offset    = region->address - region->mapping->va;
+    size      = region->size;
+    host      = region->host;
+    source    = region->source;
+    source_id = region->source_id;
 
     mapping = gpumem_gpu_find_mapping(gpu, memory);
     if (mapping == NULL) {
@@ -739,8 +778,8 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
         }
     }
 
-    status = gpumem_region_create(mapping, mapping->va + offset, region->size,
-                                  region->host, 0, region_p);
+    status = gpumem_region_create(mapping, mapping->va + offset, size, host,
+                                  0, source, source_id, region_p);
     if ((status != UCS_OK) && (mapping->refcount == 0)) {
         gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
         gpumem_mapping_destroy(mapping);
@@ -784,10 +823,17 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
 {
     gpumem_gpu_t *gpu       = mapping->gpu;
     gpumem_memory_t *memory = mapping->memory;
+    int peer_pin            = (memory->owner != gpu) &&
+                              (memory->type != GPUMEM_MEMORY_VRAM);
     gpumem_memory_t *idle   = NULL;
     ucs_status_t status;
+    int reserved;
 
-    if (memory->reserved) {
+    gpumem_mem_global_lock();
+    reserved = memory->reserved;
+    gpumem_mem_global_unlock();
+
+    if (reserved) {
         /* Reserved for a bus client: nothing goes back, and no later
          * allocation takes the memory */
         ucs_list_del(&mapping->list);
@@ -812,6 +858,12 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
         return;
     }
 
+    /* A peer's pin of system memory goes before its hold on the memory,
+     * after which the owner may give the memory back at once */
+    if (peer_pin) {
+        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+    }
+
     gpumem_mem_global_lock();
     if (memory->owner == gpu) {
         idle = gpumem_memory_owner_done(memory);
@@ -820,9 +872,6 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     }
     gpumem_mem_global_unlock();
 
-    if ((memory->owner != gpu) && (memory->type != GPUMEM_MEMORY_VRAM)) {
-        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
-    }
     gpumem_mapping_destroy(mapping);
     if (idle != NULL) {
         gpumem_memory_destroy(idle);
@@ -879,6 +928,12 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
     gpumem_memory_t *memory = mapping->memory;
     gpumem_memory_t *idle   = NULL;
 
+    /* This GPU's pin of another GPU's system memory, as its free would,
+     * before its hold on the memory goes */
+    if ((memory->owner != gpu) && (memory->type != GPUMEM_MEMORY_VRAM)) {
+        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+    }
+
     gpumem_mem_global_lock();
     if (memory->owner == gpu) {
         memory->owner_done = 1;
@@ -887,10 +942,6 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
     }
     gpumem_mem_global_unlock();
 
-    /* This GPU's pin of another GPU's system memory, as its free would */
-    if ((memory->owner != gpu) && (memory->type != GPUMEM_MEMORY_VRAM)) {
-        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
-    }
     gpumem_mapping_destroy(mapping);
     if (idle != NULL) {
         gpumem_memory_destroy(idle);
@@ -1326,7 +1377,7 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
     gpumem_mem_global_unlock();
     if (mapping != NULL) {
         return gpumem_region_create(mapping, mapping->va, memory->size, NULL,
-                                    0, region_p);
+                                    0, NULL, 0, region_p);
     }
 
     status = gpu->ops->mem_import(owner_dgpu, header + 1, header->driver_len,
@@ -1359,7 +1410,7 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
     }
 
     status = gpumem_region_create(mapping, mapping->va, memory->size, NULL, 0,
-                                  region_p);
+                                  NULL, 0, region_p);
     if (status != UCS_OK) {
         gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
         gpumem_mapping_destroy(mapping);

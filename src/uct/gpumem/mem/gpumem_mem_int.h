@@ -65,6 +65,12 @@ typedef struct gpumem_mapping {
 
 
 struct gpumem_region {
+    uint64_t         id;         /* Unique in the process: a freed region's
+                                    address may be given again */
+    const gpumem_region_t *source; /* The region alloc, map_host or import
+                                    gave that it maps: itself, or for one
+                                    map_peer gave, its source's source */
+    uint64_t         source_id;
     gpumem_gpu_t     *gpu;
     gpumem_kind_t    kind;
     gpumem_mapping_t *mapping;   /* NULL once the GPU was released */
