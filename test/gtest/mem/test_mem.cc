@@ -328,6 +328,81 @@ TEST_F(mem_core, free_while_peer_maps_keeps_memory) {
     gpumem_free(gpu(0), next);
 }
 
+/*
+ * Seed: "The owner's last free of its regions over that memory, while
+ * another GPU's region over it is out, keeps the memory and its addresses.
+ * They go back at the owner's first alloc, map_host, map_peer, free or
+ * release after the last such region's free." Each trigger in turn.
+ */
+class mem_core_owner_gives_back :
+    public mem_core, public testing::WithParamInterface<std::string> {
+protected:
+    /* The owner's next call, the one that gives the kept memory back */
+    void trigger(gpumem_region_t *spare, gpumem_region_t *of_gpu1) {
+        const std::string &call = GetParam();
+        std::vector<char> page(2 * 4096);
+        gpumem_region_t *region;
+
+        if (call == "alloc") {
+            region = alloc(0, GPUMEM_KIND_GPU, 4096);
+            EXPECT_EQ(4096u, stats(0).vram_bytes - spare_bytes(spare));
+            gpumem_free(gpu(0), region);
+        } else if (call == "map_host") {
+            ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), page.data(), 4096,
+                                              &region));
+            EXPECT_EQ(0u, stats(0).vram_bytes - spare_bytes(spare));
+            gpumem_free(gpu(0), region);
+        } else if (call == "map_peer") {
+            ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(0), of_gpu1, &region));
+            EXPECT_EQ(0u, stats(0).vram_bytes - spare_bytes(spare));
+            gpumem_free(gpu(0), region);
+        } else if (call == "free") {
+            ASSERT_EQ(UCS_OK, gpumem_free(gpu(0), spare));
+            EXPECT_EQ(0u, stats(0).vram_bytes);
+        } else {
+            gpumem_gpu_release(gpu(0));
+            EXPECT_EQ(0u, stats(0).vram_bytes);
+        }
+    }
+
+    static size_t spare_bytes(gpumem_region_t *spare) {
+        return gpumem_region_size(spare);
+    }
+};
+
+TEST_P(mem_core_owner_gives_back, at_its_next_call_after_the_peers_last_free)
+{
+    gpumem_region_t *spare   = alloc(0, GPUMEM_KIND_GPU, 8192);
+    gpumem_region_t *of_gpu1 = alloc(1, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *owned   = alloc(0, GPUMEM_KIND_GPU, 4096);
+    uint64_t address         = gpumem_region_address(owned);
+    gpumem_region_t *peer, *other;
+
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+
+    /* Kept: the memory, and the addresses, which no new region takes */
+    EXPECT_EQ(8192u + 4096u, stats(0).vram_bytes);
+    other = alloc(0, GPUMEM_KIND_GPU, 4096);
+    EXPECT_NE(address, gpumem_region_address(other));
+    gpumem_free(gpu(0), other);
+    EXPECT_EQ(8192u + 4096u, stats(0).vram_bytes);
+
+    /* The peer's last free leaves it to the owner's next call */
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(8192u + 4096u, stats(0).vram_bytes);
+
+    trigger(spare, of_gpu1);
+    if (GetParam() != "free") {
+        gpumem_free(gpu(0), spare);
+    }
+    gpumem_free(gpu(1), of_gpu1);
+}
+
+INSTANTIATE_TEST_SUITE_P(call, mem_core_owner_gives_back,
+                         testing::Values("alloc", "map_host", "map_peer",
+                                         "free", "release"));
+
 TEST_F(mem_core, map_peer_refused_where_gpu_does_not_reach) {
     gpumem_region_t *owned, *peer = NULL;
 

@@ -182,10 +182,20 @@ static void gpumem_region_forget(gpumem_region_t *region)
     ucs_list_del(&region->list);
 }
 
-/* Gives the memory's backing back to the driver */
+/* Gives the memory's backing back to the driver, and the owner's addresses
+ * that were kept with it */
 static void gpumem_memory_destroy(gpumem_memory_t *memory)
 {
-    gpumem_gpu_t *owner = memory->owner;
+    gpumem_gpu_t *owner             = memory->owner;
+    gpumem_mapping_t *owner_mapping = memory->owner_mapping;
+
+    if (owner_mapping != NULL) {
+        if (owner_mapping->va_owned) {
+            owner->ops->va_release(owner->dgpu, owner_mapping->va,
+                                   owner_mapping->va_size);
+        }
+        ucs_free(owner_mapping);
+    }
 
     switch (memory->type) {
     case GPUMEM_MEMORY_VRAM:
@@ -867,10 +877,20 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     gpumem_mem_global_lock();
     if (memory->owner == gpu) {
         idle = gpumem_memory_owner_done(memory);
+        if (idle == NULL) {
+            /* Peers map it: its addresses stay with it, taken from the
+             * GPU's mappings, until it goes back */
+            memory->owner_mapping = mapping;
+        }
     } else {
         idle = gpumem_memory_drop_peer(memory);
     }
     gpumem_mem_global_unlock();
+
+    if ((memory->owner == gpu) && (idle == NULL)) {
+        ucs_list_del(&mapping->list);
+        return;
+    }
 
     gpumem_mapping_destroy(mapping);
     if (idle != NULL) {

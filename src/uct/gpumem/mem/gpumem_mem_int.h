@@ -42,6 +42,10 @@ typedef struct gpumem_memory {
                                          flush was not confirmed): back only
                                          at the owner's release */
     int                  reserved;    /* Reserved for a bus client */
+    struct gpumem_mapping *owner_mapping; /* The owner's mapping, its tables
+                                         cleared, whose addresses stay with
+                                         the memory while peers map it after
+                                         the owner's last free */
     size_t               handle_len;  /* Imported from another process: */
     uint8_t              handle[GPUMEM_EXPORT_MAX]; /* the handle it came by */
     ucs_list_link_t      list;        /* In the owner's memories/deferred */
