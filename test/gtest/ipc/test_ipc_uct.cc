@@ -1020,6 +1020,53 @@ TEST_F(ipc_uct, pending_add_says_try_again) {
     EXPECT_EQ(UCS_ERR_BUSY, uct_ep_pending_add(m_ep, &req, 0));
 }
 
+/* A peer process dies while this one keeps an idle mapping of its memory:
+ * the async sweep drops it soon after, with no key to come, and the
+ * memory goes back (UCX_GPUMEM_IPC_CACHE_SWEEP_INTERVAL) */
+TEST_F(ipc_uct, idle_mapping_of_a_dead_peer_goes_at_the_next_sweep) {
+    const size_t size = 1 << 20;
+    uct_gpumem_ipc_stats_t before;
+    uct_rkey_bundle_t rkey;
+    std::string packed;
+    channel chan;
+    pid_t pid;
+
+    pid = fork_child([&]() {
+        remote_buffer buffer;
+
+        chan.child_side();
+        setenv("UCX_GPUMEM_ALLOC_GPU", "1", 1);
+        open_uct();
+        buffer = register_buffer(size, 1);
+        ASSERT_TRUE(buffer.memh != NULL);
+        chan.send(buffer.packed);
+        /* Dies with its memory registered: nothing unregisters it */
+        EXPECT_EQ("die", chan.recv());
+        fflush(stdout);
+        _exit(0);
+    });
+
+    packed = chan.recv();
+    setenv("UCX_GPUMEM_IPC_CACHE_SWEEP_INTERVAL", "50ms", 1);
+    open_uct();
+    unsetenv("UCX_GPUMEM_IPC_CACHE_SWEEP_INTERVAL");
+    before = stats();
+    ASSERT_EQ(UCS_OK, unpack(packed, &rkey));
+    release(&rkey);
+    EXPECT_EQ(before.entries + 1, stats().entries);
+    EXPECT_EQ(before.idle + 1, stats().idle);
+
+    chan.send("die");
+    wait_child(pid);
+
+    /* No key comes: the sweep alone finds the owner gone */
+    for (int i = 0; (i < 200) && (stats().entries > before.entries); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(before.entries, stats().entries) << "the mapping stayed";
+    EXPECT_EQ(before.stale + 1, stats().stale);
+}
+
 /* Two processes on GPUs 0 and 1: the parent puts into the child's device
  * memory and gets from it, by the child's addresses and key; every byte is
  * checked on both sides */

@@ -14,6 +14,7 @@
 #include "ipc_reach.h"
 
 #include <ucs/arch/atomic.h>
+#include <ucs/async/async.h>
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/debug/assert.h>
@@ -80,6 +81,7 @@ struct uct_gpumem_ipc_cache {
     ucs_list_link_t                 entries;
     ucs_list_link_t                 idle;     /* Oldest first */
     unsigned                        num_idle;
+    int                             sweep_timer; /* Async timer id, or -1 */
 };
 
 
@@ -96,9 +98,61 @@ uct_gpumem_ipc_entry_handle(const uct_gpumem_ipc_cache_entry_t *entry)
     return ref;
 }
 
+static void uct_gpumem_ipc_entry_set_stale(uct_gpumem_ipc_cache_t *cache,
+                                           uct_gpumem_ipc_cache_entry_t *entry,
+                                           const char *why);
+static int uct_gpumem_ipc_owner_is_gone(pid_t owner);
+
+/* Idle entries of owners that are gone go (lock held) */
+static void uct_gpumem_ipc_cache_sweep_gone(uct_gpumem_ipc_cache_t *cache)
+{
+    uct_gpumem_ipc_cache_entry_t *entry, *tmp;
+
+    ucs_list_for_each_safe(entry, tmp, &cache->idle, idle_list) {
+        if (!entry->stale && uct_gpumem_ipc_owner_is_gone(entry->owner)) {
+            uct_gpumem_ipc_entry_set_stale(cache, entry, "its owner is gone");
+        }
+    }
+}
+
+/* UCX's async thread, every sweep interval */
+static void
+uct_gpumem_ipc_cache_sweep_timer(int UCS_V_UNUSED id,
+                                 ucs_event_set_types_t UCS_V_UNUSED events,
+                                 void *arg)
+{
+    uct_gpumem_ipc_cache_t *cache = arg;
+
+    pthread_mutex_lock(&cache->lock);
+    uct_gpumem_ipc_cache_sweep_gone(cache);
+    pthread_mutex_unlock(&cache->lock);
+}
+
+static void uct_gpumem_ipc_cache_start_sweep(uct_gpumem_ipc_cache_t *cache,
+                                             ucs_time_t interval)
+{
+    ucs_status_t status;
+
+    cache->sweep_timer = -1;
+    if ((interval == 0) || (interval == UCS_TIME_INFINITY)) {
+        return;
+    }
+
+    status = ucs_async_add_timer(UCS_ASYNC_MODE_THREAD_SPINLOCK, interval,
+                                 uct_gpumem_ipc_cache_sweep_timer, cache,
+                                 NULL, &cache->sweep_timer);
+    if (status != UCS_OK) {
+        /* The next key of a new allocation still finds them */
+        ucs_diag("gpumem_ipc: no async timer to sweep the mappings of "
+                 "processes gone: %s", ucs_status_string(status));
+        cache->sweep_timer = -1;
+    }
+}
+
 ucs_status_t uct_gpumem_ipc_cache_create(
         const uct_gpumem_context_params_t *params, unsigned gpu,
-        unsigned max_idle, uct_gpumem_ipc_cache_t **cache_p)
+        unsigned max_idle, ucs_time_t sweep_interval,
+        uct_gpumem_ipc_cache_t **cache_p)
 {
     uct_gpumem_ipc_cache_t *cache;
     ucs_status_t status;
@@ -129,6 +183,7 @@ ucs_status_t uct_gpumem_ipc_cache_create(
     kh_init_inplace(uct_gpumem_ipc_handles, &cache->handles);
     ucs_list_head_init(&cache->entries);
     ucs_list_head_init(&cache->idle);
+    uct_gpumem_ipc_cache_start_sweep(cache, sweep_interval);
     *cache_p = cache;
     return UCS_OK;
 
@@ -171,6 +226,11 @@ static void uct_gpumem_ipc_entry_destroy(uct_gpumem_ipc_cache_t *cache,
 void uct_gpumem_ipc_cache_destroy(uct_gpumem_ipc_cache_t *cache)
 {
     uct_gpumem_ipc_cache_entry_t *entry, *tmp;
+
+    /* Waits for a sweep in progress */
+    if (cache->sweep_timer >= 0) {
+        ucs_async_remove_handler(cache->sweep_timer, 1);
+    }
 
     pthread_mutex_lock(&cache->lock);
     ucs_list_for_each_safe(entry, tmp, &cache->entries, list) {

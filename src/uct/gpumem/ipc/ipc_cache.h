@@ -11,6 +11,7 @@
 #include "ipc_key.h"
 
 #include <uct/gpumem/gpumem_context.h>
+#include <ucs/time/time.h>
 
 BEGIN_C_DECLS
 
@@ -23,7 +24,9 @@ BEGIN_C_DECLS
  * entry goes:
  * - when a key of a new allocation of the same owner overlaps its
  *   addresses: the owner freed it and the address was reused;
- * - when its owner process is gone;
+ * - when its owner process is gone: idle, at the next sweep of UCX's async
+ *   thread or the next key of a new allocation; in use, at the next key
+ *   after its last user;
  * - past the limit of idle entries, the oldest first.
  * Until then, the owner's free leaves the memory to this process's mapping.
  */
@@ -50,11 +53,14 @@ typedef struct uct_gpumem_ipc_stats {
 
 /**
  * The cache, mapping peers' memory for the process's GPU @a gpu first, on
- * the GPUs the parameters open.
+ * the GPUs the parameters open. Every @a sweep_interval (a ucs_time_t; 0 or
+ * UCS_TIME_INFINITY: never) UCX's async thread drops the idle entries
+ * whose owner is gone.
  */
 ucs_status_t uct_gpumem_ipc_cache_create(
         const uct_gpumem_context_params_t *params, unsigned gpu,
-        unsigned max_idle, uct_gpumem_ipc_cache_t **cache_p);
+        unsigned max_idle, ucs_time_t sweep_interval,
+        uct_gpumem_ipc_cache_t **cache_p);
 
 /* Unmaps every entry; none is in use */
 void uct_gpumem_ipc_cache_destroy(uct_gpumem_ipc_cache_t *cache);

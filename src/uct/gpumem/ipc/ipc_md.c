@@ -41,6 +41,14 @@ static ucs_config_field_t uct_gpumem_ipc_md_config_table[] = {
      ucs_offsetof(uct_gpumem_ipc_md_config_t, cache_max_idle),
      UCS_CONFIG_TYPE_UINT},
 
+    {"CACHE_SWEEP_INTERVAL", "1s",
+     "How often UCX's async thread drops the idle mappings of peers'\n"
+     "memory whose owner process is gone, giving that memory back soon\n"
+     "after the owner's death; \"inf\": only when a key of a new\n"
+     "allocation of the same owner comes.",
+     ucs_offsetof(uct_gpumem_ipc_md_config_t, cache_sweep),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
     {NULL}
 };
 
@@ -264,6 +272,7 @@ uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
         uct_gpumem_md_context_params(gpus_config, &params);
         status = uct_gpumem_ipc_cache_create(&params, gpus_config->alloc_gpu,
                                              md_config->cache_max_idle,
+                                             md_config->cache_sweep,
                                              &component->cache);
     }
     if (status == UCS_OK) {

@@ -24,6 +24,8 @@
 typedef struct uct_gpumem_ipc_md_config {
     uct_md_config_t super;
     unsigned        cache_max_idle;  /* Idle mappings kept for reuse */
+    ucs_time_t      cache_sweep;     /* Time between sweeps of the idle
+                                        mappings of processes gone */
 } uct_gpumem_ipc_md_config_t;
 
 
