@@ -32,6 +32,40 @@ const char *uct_gpumem_driver_names[] = {
 
 static pthread_mutex_t uct_gpumem_context_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gpumem_context_t *uct_gpumem_context_instance = NULL;
+static pthread_once_t uct_gpumem_context_atfork_once = PTHREAD_ONCE_INIT;
+
+
+static void uct_gpumem_context_atfork_prepare(void)
+{
+    pthread_mutex_lock(&uct_gpumem_context_lock);
+}
+
+static void uct_gpumem_context_atfork_parent(void)
+{
+    pthread_mutex_unlock(&uct_gpumem_context_lock);
+}
+
+/* The GPUs open at the fork are the parent's (its emu process slot, its
+ * CUDA context): the child leaves them alone, and opens its own at its
+ * first use */
+static void uct_gpumem_context_atfork_child(void)
+{
+    uct_gpumem_context_instance = NULL;
+    pthread_mutex_unlock(&uct_gpumem_context_lock);
+}
+
+static void uct_gpumem_context_atfork_register(void)
+{
+    pthread_atfork(uct_gpumem_context_atfork_prepare,
+                   uct_gpumem_context_atfork_parent,
+                   uct_gpumem_context_atfork_child);
+}
+
+void uct_gpumem_context_init_atfork(void)
+{
+    pthread_once(&uct_gpumem_context_atfork_once,
+                 uct_gpumem_context_atfork_register);
+}
 
 
 /* The topology's name of a GPU (cuda0), or its PCI address where the
@@ -216,6 +250,7 @@ ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
 {
     ucs_status_t status = UCS_OK;
 
+    uct_gpumem_context_init_atfork();
     pthread_mutex_lock(&uct_gpumem_context_lock);
     if (uct_gpumem_context_instance == NULL) {
         status = uct_gpumem_context_open(params,

@@ -55,6 +55,11 @@ typedef struct uct_gpumem_context {
 ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
                                     uct_gpumem_context_t **context_p);
 
+/* Makes the child of a fork leave its parent's context alone. A layer
+ * whose lock is taken before the context's calls this before it registers
+ * its own fork handlers, so that the fork takes the locks in that order */
+void uct_gpumem_context_init_atfork(void);
+
 /* Another reference on a context one holds already */
 void uct_gpumem_context_ref(uct_gpumem_context_t *context);
 

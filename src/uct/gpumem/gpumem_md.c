@@ -107,9 +107,8 @@ static ucs_status_t uct_gpumem_md_query_attr(uct_md_h uct_md,
      * endpoint and stages rendezvous fragments only on memory domains that
      * register host memory; no rkey is needed (NEED_RKEY is not set) */
     md_attr->flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG;
-    md_attr->max_alloc        = md->context->driver->ops->vram_size(
-            md->context->driver->ops->gpu(md->context->driver,
-                                          md->alloc_gpu));
+    md_attr->max_alloc        = gpumem_gpu_vram_size(
+            md->context->gpus[md->alloc_gpu]);
     md_attr->max_reg          = SIZE_MAX;
     md_attr->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | mem_types;
     md_attr->detect_mem_types = mem_types;

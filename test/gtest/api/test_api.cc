@@ -14,6 +14,9 @@ extern "C" {
 #include <ucs/type/status.h>
 }
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -287,4 +290,43 @@ TEST_F(api, of_two_frees_of_one_allocation_one_frees_it) {
     EXPECT_EQ(100u, freed.load());
     EXPECT_EQ(300u, refused.load());
     EXPECT_EQ(300u, log.count({"which no gpumem_device_malloc gave"}));
+}
+
+/* The GPUs open at a fork are the parent's: the child opens its own, and
+ * neither disturbs the other's memory */
+TEST_F(api, a_child_of_a_fork_opens_its_own_gpus) {
+    std::string in(10000, 'p'), out(10000, '\0');
+    int status;
+    void *dev;
+    pid_t pid;
+
+    ASSERT_EQ(0, gpumem_device_malloc(&dev, in.size()));
+    ASSERT_EQ(0, gpumem_device_memcpy(dev, &in[0], in.size()));
+
+    fflush(stdout);
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        std::string child_in(10000, 'c'), child_out(10000, '\0');
+        void *child_dev;
+        int ok;
+
+        /* The parent's allocation is not the child's to free */
+        ok = (gpumem_device_free(dev) == UCS_ERR_INVALID_ADDR) &&
+             (gpumem_device_malloc(&child_dev, child_in.size()) == 0) &&
+             (gpumem_device_memcpy(child_dev, &child_in[0],
+                                   child_in.size()) == 0) &&
+             (gpumem_device_memcpy(&child_out[0], child_dev,
+                                   child_out.size()) == 0) &&
+             (child_in == child_out) && (gpumem_device_free(child_dev) == 0) &&
+             (gpumem_device_reset() == 0);
+        _exit(ok ? 0 : 1);
+    }
+
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+            << "the child's own GPUs failed it";
+    EXPECT_EQ(0, gpumem_device_memcpy(&out[0], dev, out.size()));
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(0, gpumem_device_free(dev));
 }

@@ -13,6 +13,7 @@
 
 #include <uct/gpumem/gpumem_md.h>
 #include <uct/gpumem/ipc/ipc_cache.h>
+#include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -38,6 +39,7 @@ static uct_gpumem_context_t *gpumem_api_open  = NULL; /* The calls' hold */
 static khash_t(gpumem_api_allocs) gpumem_api_allocs;   /* Under the lock */
 static ucs_memory_type_t gpumem_api_mem_type  = UCS_MEMORY_TYPE_CUDA;
 static __thread int gpumem_api_device         = 0;
+static pthread_once_t gpumem_api_atfork_once  = PTHREAD_ONCE_INIT;
 
 
 #define GPUMEM_API_CHECK_ARG(_arg, _call) \
@@ -48,6 +50,32 @@ static __thread int gpumem_api_device         = 0;
         } \
     } while (0)
 
+
+static void gpumem_api_atfork_prepare(void)
+{
+    pthread_mutex_lock(&gpumem_api_lock);
+}
+
+static void gpumem_api_atfork_parent(void)
+{
+    pthread_mutex_unlock(&gpumem_api_lock);
+}
+
+/* The child of a fork leaves its parent's GPUs and allocations alone (the
+ * context does as well): its first call opens its own */
+static void gpumem_api_atfork_child(void)
+{
+    gpumem_api_open = NULL;
+    kh_clear(gpumem_api_allocs, &gpumem_api_allocs);
+    pthread_mutex_unlock(&gpumem_api_lock);
+}
+
+static void gpumem_api_atfork_register(void)
+{
+    uct_gpumem_context_init_atfork();
+    pthread_atfork(gpumem_api_atfork_prepare, gpumem_api_atfork_parent,
+                   gpumem_api_atfork_child);
+}
 
 /* Opens the process's GPUs with the UCX_GPUMEM_* settings, if no memory
  * domain has them open, for the calls to hold (api lock held) */
@@ -81,6 +109,7 @@ static ucs_status_t gpumem_api_context_get(uct_gpumem_context_t **context_p)
 {
     ucs_status_t status = UCS_OK;
 
+    pthread_once(&gpumem_api_atfork_once, gpumem_api_atfork_register);
     pthread_mutex_lock(&gpumem_api_lock);
     if (gpumem_api_open == NULL) {
         status = gpumem_api_context_open();
@@ -283,22 +312,6 @@ gpumem_result_t gpumem_device_free(void *ptr)
     return status;
 }
 
-static ucs_status_t gpumem_api_copy(uct_gpumem_context_t *context, int gpu,
-                                    uint64_t dst, int dst_dev, uint64_t src,
-                                    int src_dev, size_t size)
-{
-    gpumem_driver_t *driver = context->driver;
-    gpumem_driver_copy_t copy;
-    ucs_status_t status;
-
-    status = driver->ops->copy(driver->ops->gpu(driver, gpu), dst, dst_dev,
-                               src, src_dev, size, &copy);
-    while (status == UCS_INPROGRESS) {
-        status = driver->ops->copy_poll(&copy);
-    }
-    return status;
-}
-
 gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
 {
     gpumem_region_t *src_region, *peer;
@@ -323,9 +336,10 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
     if ((dst_gpu < 0) && (src_gpu < 0)) {
         memcpy(dst, src, size);
     } else if ((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu)) {
-        status = gpumem_api_copy(context, (dst_gpu >= 0) ? dst_gpu : src_gpu,
-                                 (uintptr_t)dst, dst_gpu >= 0, (uintptr_t)src,
-                                 src_gpu >= 0, size);
+        status = gpumem_copy_sync(context->gpus[(dst_gpu >= 0) ? dst_gpu :
+                                                                 src_gpu],
+                                  (uintptr_t)dst, dst_gpu >= 0,
+                                  (uintptr_t)src, src_gpu >= 0, size);
     } else if ((src_region = gpumem_find_region(context->gpus[src_gpu],
                                                 (uintptr_t)src)) == NULL) {
         ucs_error("gpumem: memcpy from %p, which no allocation holds", src);
@@ -337,8 +351,8 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
         if (status == UCS_OK) {
             peer_src = gpumem_region_address(peer) +
                        ((uintptr_t)src - gpumem_region_address(src_region));
-            status   = gpumem_api_copy(context, dst_gpu, (uintptr_t)dst, 1,
-                                       peer_src, 1, size);
+            status   = gpumem_copy_sync(context->gpus[dst_gpu],
+                                        (uintptr_t)dst, 1, peer_src, 1, size);
             gpumem_free(context->gpus[dst_gpu], peer);
         }
     }

@@ -188,12 +188,6 @@ uct_gpumem_copy_iface_estimate_perf(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static const gpumem_driver_ops_t *
-uct_gpumem_copy_iface_driver_ops(uct_gpumem_copy_iface_t *iface)
-{
-    return iface->context->driver->ops;
-}
-
 /* Maps the source, of GPU @a src_gpu, into GPU @a dst_gpu for its engine */
 static ucs_status_t uct_gpumem_copy_req_map_peer(uct_gpumem_copy_iface_t *iface,
                                                  int dst_gpu, int src_gpu,
@@ -233,7 +227,6 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
                          uct_gpumem_copy_req_t *req)
 {
     uct_gpumem_context_t *context = iface->context;
-    gpumem_driver_t *driver       = context->driver;
     int dst_gpu                   = uct_gpumem_context_find_gpu(context, dst);
     int src_gpu                   = uct_gpumem_context_find_gpu(context, src);
 
@@ -250,7 +243,7 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
         return UCS_OK;
     }
 
-    req->engine = driver->ops->gpu(driver, (dst_gpu >= 0) ? dst_gpu : src_gpu);
+    req->engine = context->gpus[(dst_gpu >= 0) ? dst_gpu : src_gpu];
     if (ucs_likely((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu))) {
         return UCS_OK;
     }
@@ -269,9 +262,8 @@ uct_gpumem_copy_req_cleanup(uct_gpumem_copy_req_t *req)
 
 /* Gives the copy to its engine: UCS_INPROGRESS if @a copy is to be polled */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_gpumem_copy_req_start(uct_gpumem_copy_iface_t *iface,
-                          const uct_gpumem_copy_req_t *req,
-                          gpumem_driver_copy_t *copy)
+uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
+                          gpumem_copy_t *copy)
 {
     if (req->length == 0) {
         return UCS_OK;
@@ -284,36 +276,22 @@ uct_gpumem_copy_req_start(uct_gpumem_copy_iface_t *iface,
         return UCS_OK;
     }
 
-    return uct_gpumem_copy_iface_driver_ops(iface)->copy(
-            req->engine, req->dst, req->dst_dev, req->src, req->src_dev,
-            req->length, copy);
-}
-
-static ucs_status_t uct_gpumem_copy_wait(uct_gpumem_copy_iface_t *iface,
-                                         gpumem_driver_copy_t *copy,
-                                         ucs_status_t status)
-{
-    const gpumem_driver_ops_t *ops = uct_gpumem_copy_iface_driver_ops(iface);
-
-    while (status == UCS_INPROGRESS) {
-        status = ops->copy_poll(copy);
-    }
-    return status;
+    return gpumem_copy(req->engine, req->dst, req->dst_dev, req->src,
+                       req->src_dev, req->length, copy);
 }
 
 /* One step of a queued copy: start it, or poll it; releases what it held
  * once its bytes have landed */
-static void uct_gpumem_copy_op_advance(uct_gpumem_copy_iface_t *iface,
-                                       uct_gpumem_copy_op_t *op)
+static void uct_gpumem_copy_op_advance(uct_gpumem_copy_op_t *op)
 {
     ucs_status_t status;
 
     switch (op->state) {
     case UCT_GPUMEM_COPY_OP_WAITING:
-        status = uct_gpumem_copy_req_start(iface, &op->req, &op->copy);
+        status = uct_gpumem_copy_req_start(&op->req, &op->copy);
         break;
     case UCT_GPUMEM_COPY_OP_RUNNING:
-        status = uct_gpumem_copy_iface_driver_ops(iface)->copy_poll(&op->copy);
+        status = gpumem_copy_poll(&op->copy);
         break;
     default:
         return;
@@ -337,7 +315,7 @@ static void uct_gpumem_copy_iface_drain(uct_gpumem_copy_iface_t *iface)
 
     ucs_queue_for_each(op, &iface->queue, queue) {
         while (op->state != UCT_GPUMEM_COPY_OP_DONE) {
-            uct_gpumem_copy_op_advance(iface, op);
+            uct_gpumem_copy_op_advance(op);
         }
     }
     iface->fenced = 0;
@@ -364,7 +342,7 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
                                              size_t length)
 {
     uct_gpumem_copy_req_t req;
-    gpumem_driver_copy_t copy;
+    gpumem_copy_t copy;
     ucs_status_t status;
 
     if (ucs_unlikely(iface->fenced)) {
@@ -376,8 +354,8 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
         return status;
     }
 
-    status = uct_gpumem_copy_req_start(iface, &req, &copy);
-    status = uct_gpumem_copy_wait(iface, &copy, status);
+    status = uct_gpumem_copy_req_start(&req, &copy);
+    status = gpumem_copy_wait(&copy, status);
     uct_gpumem_copy_req_cleanup(&req);
     return status;
 }
@@ -389,7 +367,7 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
 {
     uct_gpumem_copy_op_state_t state = UCT_GPUMEM_COPY_OP_WAITING;
     uct_gpumem_copy_req_t req;
-    gpumem_driver_copy_t copy;
+    gpumem_copy_t copy;
     uct_gpumem_copy_op_t *op;
     ucs_status_t status;
 
@@ -405,7 +383,7 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
     /* Alone on the stream: the engine starts it now, and small copies are
      * done before it returns */
     if (ucs_queue_is_empty(&iface->queue)) {
-        status = uct_gpumem_copy_req_start(iface, &req, &copy);
+        status = uct_gpumem_copy_req_start(&req, &copy);
         if (status != UCS_INPROGRESS) {
             uct_gpumem_copy_req_cleanup(&req);
             return status;
@@ -417,7 +395,7 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
     if (op == NULL) {
         /* Nowhere to keep it: finish it here if it started */
         if (state == UCT_GPUMEM_COPY_OP_RUNNING) {
-            status = uct_gpumem_copy_wait(iface, &copy, UCS_INPROGRESS);
+            status = gpumem_copy_wait(&copy, UCS_INPROGRESS);
         } else {
             ucs_error("gpumemcpy: cannot queue a copy of %zu bytes", length);
             status = UCS_ERR_NO_MEMORY;
@@ -495,7 +473,7 @@ static unsigned uct_gpumem_copy_iface_progress(uct_iface_h tl_iface)
            !ucs_queue_is_empty(&iface->queue)) {
         op = ucs_queue_head_elem_non_empty(&iface->queue, uct_gpumem_copy_op_t,
                                            queue);
-        uct_gpumem_copy_op_advance(iface, op);
+        uct_gpumem_copy_op_advance(op);
         if (op->state != UCT_GPUMEM_COPY_OP_DONE) {
             break;
         }
@@ -660,7 +638,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_copy_iface_t)
     }
     ucs_queue_for_each_extract(op, &self->queue, queue, 1) {
         if (op->state == UCT_GPUMEM_COPY_OP_RUNNING) {
-            (void)uct_gpumem_copy_wait(self, &op->copy, UCS_INPROGRESS);
+            (void)gpumem_copy_wait(&op->copy, UCS_INPROGRESS);
         }
         uct_gpumem_copy_req_cleanup(&op->req);
         ucs_mpool_put_inline(op);

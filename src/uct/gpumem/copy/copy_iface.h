@@ -10,6 +10,7 @@
 #define UCT_GPUMEM_COPY_IFACE_H_
 
 #include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/mem/gpumem_copy.h>
 #include <uct/base/uct_iface.h>
 #include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <ucs/datastruct/mpool.h>
@@ -39,8 +40,8 @@ typedef struct uct_gpumem_copy_iface_config {
  * One copy, as the engine is asked it: resolved from the addresses UCT gets.
  */
 typedef struct uct_gpumem_copy_req {
-    gpumem_driver_gpu_t *engine;   /* Copy engine, NULL: host to host, by the
-                                      CPU */
+    gpumem_gpu_t        *engine;   /* GPU whose copy engine moves it, NULL:
+                                      host to host, by the CPU */
     uint64_t            dst;
     uint64_t            src;
     int                 dst_dev;
@@ -75,7 +76,7 @@ typedef struct uct_gpumem_copy_op {
     uct_gpumem_copy_op_state_t state;
     ucs_status_t               status;   /* Once DONE */
     uct_gpumem_copy_req_t      req;      /* length 0: a flush */
-    gpumem_driver_copy_t       copy;     /* While RUNNING */
+    gpumem_copy_t              copy;     /* While RUNNING */
 } uct_gpumem_copy_op_t;
 
 

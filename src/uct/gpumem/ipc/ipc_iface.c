@@ -257,23 +257,11 @@ uct_gpumem_ipc_iface_estimate_perf(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static const gpumem_driver_ops_t *
-uct_gpumem_ipc_iface_driver_ops(uct_gpumem_ipc_iface_t *iface)
+/* The GPU whose engine moves a copy */
+static gpumem_gpu_t *uct_gpumem_ipc_iface_gpu(uct_gpumem_ipc_iface_t *iface,
+                                             unsigned gpu)
 {
-    return uct_gpumem_ipc_iface_context(iface)->driver->ops;
-}
-
-/* Polls the copy until its bytes landed or it failed */
-static ucs_status_t uct_gpumem_ipc_iface_finish(uct_gpumem_ipc_iface_t *iface,
-                                               gpumem_driver_copy_t *copy)
-{
-    const gpumem_driver_ops_t *ops = uct_gpumem_ipc_iface_driver_ops(iface);
-    ucs_status_t status;
-
-    do {
-        status = ops->copy_poll(copy);
-    } while (status == UCS_INPROGRESS);
-    return status;
+    return uct_gpumem_ipc_iface_context(iface)->gpus[gpu];
 }
 
 ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
@@ -284,14 +272,13 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
                                        uct_gpumem_ipc_cache_entry_t *entry,
                                        uct_completion_t *comp)
 {
-    gpumem_driver_t *driver = uct_gpumem_ipc_iface_context(iface)->driver;
-    gpumem_driver_copy_t copy;
+    gpumem_copy_t copy;
     uct_gpumem_ipc_op_t *op;
     ucs_status_t status;
 
     /* Small copies are done before it returns */
-    status = driver->ops->copy(driver->ops->gpu(driver, gpu), dst, dst_dev,
-                               src, src_dev, length, &copy);
+    status = gpumem_copy(uct_gpumem_ipc_iface_gpu(iface, gpu), dst, dst_dev,
+                         src, src_dev, length, &copy);
     if (status != UCS_INPROGRESS) {
         return status;
     }
@@ -299,7 +286,7 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
     op = ucs_mpool_get_inline(&iface->op_mp);
     if (op == NULL) {
         /* Nowhere to keep it: it is finished here */
-        return uct_gpumem_ipc_iface_finish(iface, &copy);
+        return gpumem_copy_wait(&copy, status);
     }
 
     uct_gpumem_ipc_cache_hold(iface->md->cache, entry);
@@ -319,17 +306,8 @@ ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
                                        uint64_t src, int src_dev,
                                        size_t length)
 {
-    gpumem_driver_t *driver = uct_gpumem_ipc_iface_context(iface)->driver;
-    gpumem_driver_copy_t copy;
-    ucs_status_t status;
-
-    status = driver->ops->copy(driver->ops->gpu(driver, gpu), dst, dst_dev,
-                               src, src_dev, length, &copy);
-    if (status != UCS_INPROGRESS) {
-        return status;
-    }
-
-    return uct_gpumem_ipc_iface_finish(iface, &copy);
+    return gpumem_copy_sync(uct_gpumem_ipc_iface_gpu(iface, gpu), dst,
+                            dst_dev, src, src_dev, length);
 }
 
 ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
@@ -366,7 +344,7 @@ void uct_gpumem_ipc_iface_drain(uct_gpumem_ipc_iface_t *iface)
 
     ucs_queue_for_each(op, &iface->ops, queue) {
         if (op->status == UCS_INPROGRESS) {
-            op->status = uct_gpumem_ipc_iface_finish(iface, &op->copy);
+            op->status = gpumem_copy_wait(&op->copy, UCS_INPROGRESS);
         }
     }
 }
@@ -433,8 +411,7 @@ static unsigned uct_gpumem_ipc_iface_progress(uct_iface_h tl_iface)
 {
     uct_gpumem_ipc_iface_t *iface  = ucs_derived_of(tl_iface,
                                                     uct_gpumem_ipc_iface_t);
-    const gpumem_driver_ops_t *ops = uct_gpumem_ipc_iface_driver_ops(iface);
-    unsigned count                 = 0;
+    unsigned count = 0;
     ucs_queue_head_t done;
     uct_gpumem_ipc_op_t *op;
     ucs_queue_iter_t iter;
@@ -444,7 +421,7 @@ static unsigned uct_gpumem_ipc_iface_progress(uct_iface_h tl_iface)
     ucs_queue_head_init(&done);
     ucs_queue_for_each_safe(op, iter, &iface->ops, queue) {
         if (op->status == UCS_INPROGRESS) {
-            op->status = ops->copy_poll(&op->copy);
+            op->status = gpumem_copy_poll(&op->copy);
         }
         if ((op->status != UCS_INPROGRESS) &&
             (count < iface->config.max_poll)) {
@@ -617,7 +594,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
     }
     ucs_queue_for_each_extract(op, &self->ops, queue, 1) {
         if (op->status == UCS_INPROGRESS) {
-            (void)uct_gpumem_ipc_iface_finish(self, &op->copy);
+            (void)gpumem_copy_wait(&op->copy, UCS_INPROGRESS);
         }
         uct_gpumem_ipc_cache_put(self->md->cache, op->entry);
         ucs_mpool_put_inline(op);

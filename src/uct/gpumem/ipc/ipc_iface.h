@@ -14,6 +14,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/gpumem/base/gpumem_iface_perf.h>
+#include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 
@@ -73,7 +74,7 @@ typedef struct uct_gpumem_ipc_op {
     uct_gpumem_ipc_cache_entry_t *entry;  /* Held while the engine may touch
                                              its mapping */
     ucs_status_t                 status;  /* UCS_INPROGRESS while it runs */
-    gpumem_driver_copy_t         copy;
+    gpumem_copy_t                copy;
 } uct_gpumem_ipc_op_t;
 
 

@@ -98,9 +98,11 @@ static int gpumem_region_is_live(const gpumem_region_t *region)
            kh_end(&gpumem_live_regions);
 }
 
-/* Locks the GPU of @a region, holding a reference on the object so that it
- * outlives the call; NULL, with nothing locked, if the region is not live */
-static gpumem_gpu_t *gpumem_region_lock_gpu(gpumem_region_t *region)
+/* Locks the GPU of @a region for @a call, holding a reference on the object
+ * so that it outlives the call; NULL, logged, with nothing locked, if the
+ * region is not live */
+static gpumem_gpu_t *gpumem_region_lock_gpu(gpumem_region_t *region,
+                                            const char *call)
 {
     gpumem_gpu_t *gpu = NULL;
 
@@ -111,9 +113,13 @@ static gpumem_gpu_t *gpumem_region_lock_gpu(gpumem_region_t *region)
     }
     gpumem_mem_global_unlock();
 
-    if (gpu != NULL) {
-        gpumem_gpu_lock(gpu);
+    if (gpu == NULL) {
+        ucs_error("gpumem: %s of region %p, which was freed or never given",
+                  call, region);
+        return NULL;
     }
+
+    gpumem_gpu_lock(gpu);
     return gpu;
 }
 
@@ -300,6 +306,11 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
 const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu)
 {
     return gpu->ops->reach(gpu->dgpu);
+}
+
+size_t gpumem_gpu_vram_size(const gpumem_gpu_t *gpu)
+{
+    return gpu->ops->vram_size(gpu->dgpu);
 }
 
 const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
@@ -562,7 +573,6 @@ ucs_status_t gpumem_alloc(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
     gpumem_gpu_unlock(gpu);
     return status;
 }
-
 
 static ucs_status_t
 gpumem_map_host_locked(gpumem_gpu_t *gpu, void *addr, size_t size,
@@ -1030,7 +1040,6 @@ void gpumem_gpu_release(gpumem_gpu_t *gpu)
     gpumem_gpu_unlock(gpu);
 }
 
-
 void gpumem_gpu_destroy(gpumem_gpu_t *gpu)
 {
     gpumem_region_t *region, *region_tmp;
@@ -1239,10 +1248,8 @@ ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
     ucs_status_t status;
     gpumem_gpu_t *gpu;
 
-    gpu = gpumem_region_lock_gpu(region);
+    gpu = gpumem_region_lock_gpu(region, "export");
     if (gpu == NULL) {
-        ucs_error("gpumem: export of region %p, which was freed or never "
-                  "given", region);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -1250,7 +1257,6 @@ ucs_status_t gpumem_export(gpumem_region_t *region, void *buf,
     gpumem_region_unlock_gpu(gpu);
     return status;
 }
-
 
 static ucs_status_t
 gpumem_export_addr_locked(gpumem_gpu_t *gpu, const void *address, void *buf,
@@ -1458,7 +1464,6 @@ ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
     return status;
 }
 
-
 static gpumem_region_t *
 gpumem_find_region_locked(gpumem_gpu_t *gpu, uint64_t address)
 {
@@ -1485,7 +1490,6 @@ gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
     gpumem_gpu_unlock(gpu);
     return region;
 }
-
 
 ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
                                uint64_t *base_p, size_t *size_p)
@@ -1564,10 +1568,8 @@ ucs_status_t gpumem_region_vram(gpumem_region_t *region,
     ucs_status_t status;
     gpumem_gpu_t *gpu;
 
-    gpu = gpumem_region_lock_gpu(region);
+    gpu = gpumem_region_lock_gpu(region, "VRAM");
     if (gpu == NULL) {
-        ucs_error("gpumem: VRAM of region %p, which was freed or never "
-                  "given", region);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -1575,7 +1577,6 @@ ucs_status_t gpumem_region_vram(gpumem_region_t *region,
     gpumem_region_unlock_gpu(gpu);
     return status;
 }
-
 
 static void
 gpumem_gpu_stats_locked(gpumem_gpu_t *gpu, gpumem_gpu_stats_t *stats)

@@ -79,6 +79,9 @@ void gpumem_gpu_destroy(gpumem_gpu_t *gpu);
 
 const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu);
 
+/* Bytes of VRAM the GPU has */
+size_t gpumem_gpu_vram_size(const gpumem_gpu_t *gpu);
+
 /* How much VRAM the GPU has free now, in words ("1.5G of 16G of VRAM
  * free"), for a log line */
 const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,

@@ -1,0 +1,44 @@
+/**
+ * gpumem memory core: copies by a GPU's copy engine.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gpumem_copy.h"
+#include "gpumem_mem_int.h"
+
+
+ucs_status_t gpumem_copy(gpumem_gpu_t *gpu, uint64_t dst, int dst_dev,
+                         uint64_t src, int src_dev, size_t size,
+                         gpumem_copy_t *copy)
+{
+    copy->ops = gpu->ops;
+    return gpu->ops->copy(gpu->dgpu, dst, dst_dev, src, src_dev, size,
+                          &copy->driver);
+}
+
+ucs_status_t gpumem_copy_poll(gpumem_copy_t *copy)
+{
+    return copy->ops->copy_poll(&copy->driver);
+}
+
+ucs_status_t gpumem_copy_wait(gpumem_copy_t *copy, ucs_status_t status)
+{
+    while (status == UCS_INPROGRESS) {
+        status = gpumem_copy_poll(copy);
+    }
+    return status;
+}
+
+ucs_status_t gpumem_copy_sync(gpumem_gpu_t *gpu, uint64_t dst, int dst_dev,
+                              uint64_t src, int src_dev, size_t size)
+{
+    gpumem_copy_t copy;
+
+    return gpumem_copy_wait(&copy, gpumem_copy(gpu, dst, dst_dev, src,
+                                               src_dev, size, &copy));
+}
