@@ -21,6 +21,48 @@ extern "C" {
 #include <vector>
 
 
+/*
+ * Counts the page table writes the core asks of the real emu driver: its
+ * operations, each table write counted, then done by the emu itself.
+ */
+struct mem_table_spy {
+    static const gpumem_driver_ops_t *real;
+    static unsigned                  writes;
+    static gpumem_driver_ops_t       ops;
+
+    static ucs_status_t pt_map_vram(gpumem_driver_gpu_t *gpu, uint64_t va,
+                                    gpumem_driver_mem_t *mem, size_t offset,
+                                    size_t size, unsigned flags) {
+        ++writes;
+        return real->pt_map_vram(gpu, va, mem, offset, size, flags);
+    }
+
+    static ucs_status_t pt_map_host(gpumem_driver_gpu_t *gpu, uint64_t va,
+                                    void *host, size_t size,
+                                    unsigned flags) {
+        ++writes;
+        return real->pt_map_host(gpu, va, host, size, flags);
+    }
+
+    static ucs_status_t pt_unmap(gpumem_driver_gpu_t *gpu, uint64_t va,
+                                 size_t size) {
+        ++writes;
+        return real->pt_unmap(gpu, va, size);
+    }
+
+    /* The driver's operations with the table writes counted */
+    static void install(gpumem_driver_t *driver) {
+        real             = driver->ops;
+        ops              = *real;
+        ops.pt_map_vram  = pt_map_vram;
+        ops.pt_map_host  = pt_map_host;
+        ops.pt_unmap     = pt_unmap;
+        writes           = 0;
+        driver->ops      = &ops;
+    }
+};
+
+
 class mem_core : public testing::Test {
 protected:
     /* The BAR covers the memory, or reaches() refuses peers (seed 003);
@@ -61,6 +103,9 @@ protected:
         config.shm_dir         = m_shm_dir.c_str();
         config.copy_inline_max = 8192;
         ASSERT_EQ(UCS_OK, gpumem_emu_open(&config, m_topo, &m_driver));
+        if (m_spy_tables) {
+            mem_table_spy::install(m_driver);
+        }
 
         for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {
             gpumem_gpu_t *gpu;
@@ -76,6 +121,9 @@ protected:
         }
         m_gpus.clear();
         if (m_driver != NULL) {
+            if (m_spy_tables) {
+                m_driver->ops = mem_table_spy::real;
+            }
             m_driver->ops->close(m_driver);
             m_driver = NULL;
         }
@@ -151,6 +199,7 @@ protected:
     gpumem_topo_t              *m_topo   = NULL;
     gpumem_driver_t            *m_driver = NULL;
     std::vector<gpumem_gpu_t*> m_gpus;
+    bool                       m_spy_tables = false; /* At the next open */
 };
 
 #endif

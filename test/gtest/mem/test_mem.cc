@@ -16,6 +16,11 @@
 #include <thread>
 
 
+const gpumem_driver_ops_t *mem_table_spy::real = NULL;
+unsigned mem_table_spy::writes                  = 0;
+gpumem_driver_ops_t mem_table_spy::ops;
+
+
 TEST_F(mem_core, alloc_rounds_gpu_memory_up_to_4k) {
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 5000);
 
@@ -92,6 +97,8 @@ TEST_F(mem_core, no_room_injected_gives_back_what_it_took) {
 }
 
 TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    size_t free_before      = m_driver->ops->vram_free(dgpu(0));
     gpumem_region_t *region = NULL;
     ucs_status_t status;
 
@@ -100,7 +107,11 @@ TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
     EXPECT_NE(UCS_OK, status);
     EXPECT_NE(UCS_ERR_NO_MEMORY, status);
     EXPECT_NE(UCS_ERR_INVALID_PARAM, status);
+    /* The reason names what is missing; nothing was taken */
+    log.expect("the kernel refuses 4096 bytes of VRAM");
     EXPECT_EQ(0u, stats(0).memories);
+    EXPECT_EQ(0u, stats(0).mappings);
+    EXPECT_EQ(free_before, m_driver->ops->vram_free(dgpu(0)));
 }
 
 TEST_F(mem_core, bar_memory_window_and_copy_engine_see_the_same_bytes) {
@@ -192,11 +203,16 @@ TEST_F(mem_core, map_host_pin_refused_is_an_error) {
     gpumem_region_t *region = NULL;
     ucs_status_t status;
 
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+
     m_driver->ops->inject_fault(dgpu(0), GPUMEM_DRIVER_FAULT_KERNEL_REFUSES);
     status = gpumem_map_host(gpu(0), &buffer[0], 4096, &region);
     EXPECT_NE(UCS_OK, status);
     EXPECT_NE(UCS_ERR_INVALID_PARAM, status);
+    /* The pin's own reason */
+    log.expect("the kernel refuses to pin");
     EXPECT_EQ(0u, stats(0).memories);
+    EXPECT_EQ(0u, stats(0).mappings);
 }
 
 TEST_F(mem_core, map_peer_sees_the_owners_bytes) {
@@ -424,9 +440,17 @@ TEST_F(mem_core, map_peer_refused_when_owner_was_released) {
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer  = NULL;
 
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    gpumem_pci_addr_str(&gpumem_gpu_reach(gpu(0))->addr, name, sizeof(name));
     gpumem_gpu_release(gpu(0));
     EXPECT_EQ(UCS_ERR_NOT_CONNECTED, gpumem_map_peer(gpu(1), owned, &peer));
+    /* Naming the owner */
+    log.expect(std::string("memory of GPU ") + name +
+               ", whose function was released");
     EXPECT_EQ(0u, stats(1).mappings);
+    EXPECT_EQ(0u, stats(1).regions);
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
 }
 
@@ -475,22 +499,63 @@ static long mem_core_locked_kb() {
     return kb;
 }
 
+/* Whether locking @a size bytes at @a addr shows in VmLck */
+static bool mem_core_locks_are_seen(void *addr, size_t size) {
+    long before = mem_core_locked_kb();
+    bool seen;
+
+    if (mlock(addr, size) != 0) {
+        return false;
+    }
+    seen = (mem_core_locked_kb() > before);
+    munlock(addr, size);
+    return seen;
+}
+
+/* Page-aligned bytes of a vector */
+static void *mem_core_pages(std::vector<char> &buffer) {
+    return (void*)(((uintptr_t)buffer.data() + 4095) & ~(uintptr_t)4095);
+}
+
+/* Seed: map_host "Function.pins them ... Each call maps anew, so memory
+ * mapped already ... is pinned once more" */
+TEST_F(mem_core, each_map_host_pins_the_pages_again) {
+    const size_t size = 16 * 4096;
+    std::vector<char> buffer(size + 4096);
+    void *addr  = mem_core_pages(buffer);
+    long before = mem_core_locked_kb();
+    gpumem_region_t *first, *second;
+    long locked;
+
+    if (!mem_core_locks_are_seen(addr, size)) {
+        GTEST_SKIP() << "mlock() locks nothing in this process (a "
+                        "sanitizer's mlock is a no-op)";
+    }
+
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), addr, size, &first));
+    locked = mem_core_locked_kb();
+    EXPECT_GE(locked, before + (long)(size / 1024));
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), addr, size, &second));
+
+    /* The first free leaves the second pin */
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(0), first));
+    EXPECT_EQ(locked, mem_core_locked_kb());
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(0), second));
+    EXPECT_EQ(before, mem_core_locked_kb());
+}
+
 TEST_F(mem_core, release_unpins_map_host_pins_and_peers_pins) {
     const size_t size = 64 * 4096;
     std::vector<char> pages(size + 4096);
-    void *addr        = (void*)(((uintptr_t)pages.data() + 4095) &
-                                    ~(uintptr_t)4095);
+    void *addr        = mem_core_pages(pages);
     long before       = mem_core_locked_kb();
     gpumem_region_t *pinned, *system, *peer_of_pinned, *peer_of_system;
 
     ASSERT_GE(before, 0) << "no VmLck in /proc/self/status";
-    ASSERT_EQ(0, mlock(addr, size));
-    if (mem_core_locked_kb() == before) {
-        munlock(addr, size);
+    if (!mem_core_locks_are_seen(addr, size)) {
         GTEST_SKIP() << "mlock() locks nothing in this process (a "
                         "sanitizer's mlock is a no-op)";
     }
-    munlock(addr, size);
 
     ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), addr, size, &pinned));
     system = alloc(0, GPUMEM_KIND_HOST, size);
@@ -524,15 +589,63 @@ TEST_F(mem_core, requests_after_release_are_invalid) {
     gpumem_free(gpu(1), region);
 }
 
-TEST_F(mem_core, free_after_release_gives_back_nothing_more) {
-    gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
+TEST_F(mem_core, free_after_release_writes_no_table_and_gives_back_nothing) {
+    gpumem_region_t *region, *host;
+    gpumem_gpu_stats_t released;
+    unsigned writes;
+
+    close_machine();
+    m_spy_tables = true;
+    ASSERT_NO_FATAL_FAILURE(open_machine(NULL));
+    region = alloc(0, GPUMEM_KIND_GPU, 4096);
+    host   = alloc(0, GPUMEM_KIND_HOST, 4096);
+    ASSERT_GT(mem_table_spy::writes, 0u) << "the spy counts no table write";
 
     gpumem_gpu_release(gpu(0));
+    writes   = mem_table_spy::writes;
+    released = stats(0);
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), host));
+    EXPECT_EQ(writes, mem_table_spy::writes) << "a free wrote the tables";
+    EXPECT_EQ(released.vram_bytes, stats(0).vram_bytes);
+    EXPECT_EQ(released.memories, stats(0).memories);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_free(gpu(0), region));
+}
 
-    /* Releasing again does nothing */
+TEST_F(mem_core, releasing_again_does_nothing_more) {
+    alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_gpu_release(gpu(0));
+    gpumem_gpu_stats_t released = stats(0);
+
+    /* The driver is not asked again: it logs each release it does */
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_DEBUG,
+                                 gpumem_test::log_capture::LEVEL_RAISED);
+    gpumem_gpu_release(gpu(0));
+    EXPECT_EQ(0u, log.count({"released"})) << log.text();
+    EXPECT_EQ(released.regions, stats(0).regions);
+    EXPECT_EQ(released.memories, stats(0).memories);
+    EXPECT_EQ(released.vram_bytes, stats(0).vram_bytes);
+}
+
+/* Seed: "The memory of a region map_peer gave stays its owner's": the
+ * peer's free leaves the owner's region and bytes as they were */
+TEST_F(mem_core, a_peer_regions_memory_stays_its_owners) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 8192);
+    gpumem_region_t *peer;
+
+    write_dev(0, gpumem_region_address(owned), "the owner's bytes");
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    write_dev(1, gpumem_region_address(peer) + 4096, "the peer's bytes");
+    ASSERT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+
+    EXPECT_EQ("the owner's bytes",
+              read_dev(0, gpumem_region_address(owned), 17));
+    EXPECT_EQ("the peer's bytes",
+              read_dev(0, gpumem_region_address(owned) + 4096, 16));
+    EXPECT_EQ(8192u, stats(0).vram_bytes);
+    EXPECT_EQ(1u, stats(0).regions);
+    EXPECT_EQ(0u, stats(1).vram_bytes);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
 }
 
 TEST_F(mem_core, release_keeps_what_peers_map) {
