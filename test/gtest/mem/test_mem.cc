@@ -96,6 +96,83 @@ TEST_F(mem_core, no_room_injected_gives_back_what_it_took) {
     EXPECT_EQ(0u, stats(0).mappings);
 }
 
+/*
+ * Seed: "alloc, map_host and map_peer each return Ok None if the machine's
+ * system memory, the GPU's memory, its space or a page table has no room,
+ * and freeing memory makes room. ... Each gives back what it took before it
+ * returns None". Each resource through each call that takes it.
+ */
+struct mem_no_room_case {
+    const char            *name;
+    gpumem_driver_fault_t fault;
+    const char            *call;   /* alloc, alloc_host, map_host, map_peer */
+};
+
+class mem_core_no_room : public mem_core,
+                         public testing::WithParamInterface<mem_no_room_case> {
+protected:
+    /* The call of the case, on GPU @a i */
+    ucs_status_t call(unsigned i, void *pages, gpumem_region_t *of_other,
+                      gpumem_region_t **region_p) {
+        const std::string call = GetParam().call;
+
+        if (call == "alloc") {
+            return gpumem_alloc(gpu(i), GPUMEM_KIND_GPU, 4096, 0, region_p);
+        } else if (call == "alloc_host") {
+            return gpumem_alloc(gpu(i), GPUMEM_KIND_HOST, 4096, 0, region_p);
+        } else if (call == "map_host") {
+            return gpumem_map_host(gpu(i), pages, 4096, region_p);
+        }
+        return gpumem_map_peer(gpu(i), of_other, region_p);
+    }
+};
+
+TEST_P(mem_core_no_room, is_no_memory_takes_nothing_and_room_comes_back) {
+    std::vector<char> buffer(2 * 4096);
+    void *pages              = (void*)(((uintptr_t)buffer.data() + 4095) &
+                                       ~(uintptr_t)4095);
+    gpumem_region_t *of_gpu0 = alloc(0, GPUMEM_KIND_HOST, 4096);
+    size_t vram_free         = m_driver->ops->vram_free(dgpu(1));
+    gpumem_gpu_stats_t before = stats(1);
+    gpumem_region_t *region   = NULL;
+
+    m_driver->ops->inject_fault(dgpu(1), GetParam().fault);
+    EXPECT_EQ(UCS_ERR_NO_MEMORY, call(1, pages, of_gpu0, &region));
+    EXPECT_EQ(before.regions, stats(1).regions);
+    EXPECT_EQ(before.mappings, stats(1).mappings);
+    EXPECT_EQ(before.memories, stats(1).memories);
+    EXPECT_EQ(vram_free, m_driver->ops->vram_free(dgpu(1)));
+
+    /* The same call, with room */
+    ASSERT_EQ(UCS_OK, call(1, pages, of_gpu0, &region));
+    EXPECT_EQ(before.regions + 1, stats(1).regions);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), region));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), of_gpu0));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        resource, mem_core_no_room,
+        testing::Values(
+            mem_no_room_case{"gpu_memory", GPUMEM_DRIVER_FAULT_NO_ROOM,
+                             "alloc"},
+            mem_no_room_case{"system_memory", GPUMEM_DRIVER_FAULT_NO_ROOM,
+                             "alloc_host"},
+            mem_no_room_case{"space_alloc", GPUMEM_DRIVER_FAULT_NO_ADDRESSES,
+                             "alloc"},
+            mem_no_room_case{"table_alloc", GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM,
+                             "alloc"},
+            mem_no_room_case{"space_map_host",
+                             GPUMEM_DRIVER_FAULT_NO_ADDRESSES, "map_host"},
+            mem_no_room_case{"table_map_host",
+                             GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM, "map_host"},
+            mem_no_room_case{"space_map_peer",
+                             GPUMEM_DRIVER_FAULT_NO_ADDRESSES, "map_peer"},
+            mem_no_room_case{"table_map_peer",
+                             GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM, "map_peer"}),
+        [](const testing::TestParamInfo<mem_no_room_case> &info) {
+            return std::string(info.param.name);
+        });
+
 TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     size_t free_before      = m_driver->ops->vram_free(dgpu(0));

@@ -93,7 +93,11 @@ typedef enum {
     GPUMEM_DRIVER_FAULT_NONE = 0,
     GPUMEM_DRIVER_FAULT_FLUSH_UNCONFIRMED, /* Next unmap's flush unconfirmed */
     GPUMEM_DRIVER_FAULT_NO_ROOM,           /* Next allocation finds no room */
-    GPUMEM_DRIVER_FAULT_KERNEL_REFUSES     /* Next allocation/pin refused */
+    GPUMEM_DRIVER_FAULT_KERNEL_REFUSES,    /* Next allocation/pin refused */
+    GPUMEM_DRIVER_FAULT_NO_ADDRESSES,      /* Next address reservation finds
+                                              no room in the space */
+    GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM      /* Next table write finds no room
+                                              for a page table */
 } gpumem_driver_fault_t;
 
 

@@ -30,7 +30,7 @@
 #define GPUMEM_EMU_LARGE_PAGE_SIZE (2ul << 20)   /* Large GPU page */
 #define GPUMEM_EMU_PTES_PER_PDE    (GPUMEM_EMU_LARGE_PAGE_SIZE / \
                                     GPUMEM_EMU_PAGE_SIZE)
-#define GPUMEM_EMU_FAULT_KINDS     (GPUMEM_DRIVER_FAULT_KERNEL_REFUSES + 1)
+#define GPUMEM_EMU_FAULT_KINDS     (GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM + 1)
 #define GPUMEM_EMU_DIR_SIZE        (1ul << 30)   /* Addresses of a directory */
 #define GPUMEM_EMU_PDES_PER_DIR    (GPUMEM_EMU_DIR_SIZE / \
                                     GPUMEM_EMU_LARGE_PAGE_SIZE)

@@ -368,6 +368,12 @@ static ucs_status_t gpumem_emu_pt_map(gpumem_emu_gpu_t *gpu, uint64_t va,
     if (status == UCS_OK) {
         status = gpumem_emu_pt_check(gpu, va, size, page_size, what);
     }
+    if ((status == UCS_OK) &&
+        gpumem_emu_fault_take(gpu, GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM)) {
+        gpumem_emu_gpu_debug(gpu, "no room for the page tables to %s "
+                             "(injected)", action);
+        status = UCS_ERR_NO_MEMORY;
+    }
     if (status == UCS_OK) {
         status = gpumem_emu_pt_write(gpu, va, size, page_size, pte);
     }
@@ -395,6 +401,13 @@ ucs_status_t gpumem_emu_va_reserve(gpumem_driver_gpu_t *handle, size_t size,
     }
 
     pthread_mutex_lock(&gpu->lock);
+    if (gpumem_emu_fault_take(gpu, GPUMEM_DRIVER_FAULT_NO_ADDRESSES)) {
+        gpumem_emu_gpu_debug(gpu, "no room for %zu bytes of device addresses "
+                             "(injected)", size);
+        status = UCS_ERR_NO_MEMORY;
+        goto out;
+    }
+
     if (gpu->num_ranges == gpu->max_ranges) {
         max    = ucs_max(gpu->max_ranges * 2, 64);
         ranges = ucs_realloc(gpu->ranges, max * sizeof(*ranges),
