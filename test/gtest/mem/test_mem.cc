@@ -513,6 +513,26 @@ TEST_F(mem_core, map_peer_refused_where_gpu_does_not_reach) {
     gpumem_free(gpu(0), owned);
 }
 
+/* A refusal at map_peer's pin step: the pin's reason, nothing taken, and
+ * the owner's memory is its own alone again (its free gives it back) */
+TEST_F(mem_core, map_peer_pin_refused_carries_its_reason_and_takes_nothing) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_HOST, 4096);
+    gpumem_region_t *peer  = NULL;
+    ucs_status_t status;
+
+    m_driver->ops->inject_fault(dgpu(1), GPUMEM_DRIVER_FAULT_KERNEL_REFUSES);
+    status = gpumem_map_peer(gpu(1), owned, &peer);
+    EXPECT_NE(UCS_OK, status);
+    EXPECT_NE(UCS_ERR_NO_MEMORY, status);
+    log.expect("the kernel refuses to pin");
+    EXPECT_EQ(0u, stats(1).regions);
+    EXPECT_EQ(0u, stats(1).mappings);
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+    EXPECT_EQ(0u, stats(0).memories) << "a peer hold was left";
+}
+
 TEST_F(mem_core, map_peer_refused_when_owner_was_released) {
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer  = NULL;
