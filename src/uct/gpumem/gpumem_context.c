@@ -34,6 +34,12 @@ static pthread_mutex_t uct_gpumem_context_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gpumem_context_t *uct_gpumem_context_instance = NULL;
 static pthread_once_t uct_gpumem_context_atfork_once = PTHREAD_ONCE_INIT;
 
+/* A driver, and its machine, that stay open until the process exits */
+static struct {
+    gpumem_driver_t *driver;
+    gpumem_topo_t   *topo;
+} uct_gpumem_context_kept[4];
+
 
 static void uct_gpumem_context_atfork_prepare(void)
 {
@@ -110,14 +116,41 @@ static void uct_gpumem_context_register_gpus(uct_gpumem_context_t *context)
     }
 }
 
+/* The context's driver and machine stay open until the process exits */
+static void uct_gpumem_context_keep(uct_gpumem_context_t *context)
+{
+    unsigned i;
+
+    for (i = 0; i < ucs_static_array_size(uct_gpumem_context_kept); ++i) {
+        if (uct_gpumem_context_kept[i].driver == NULL) {
+            uct_gpumem_context_kept[i].driver = context->driver;
+            uct_gpumem_context_kept[i].topo   = context->topo;
+            break;
+        }
+    }
+    /* Past the slots, the process's exit ends them all the same */
+    context->driver = NULL;
+    context->topo   = NULL;
+}
+
 static void uct_gpumem_context_destroy(uct_gpumem_context_t *context)
 {
+    int bus_given = 0;
     unsigned i;
 
     for (i = 0; i < context->num_gpus; ++i) {
         if (context->gpus[i] != NULL) {
+            bus_given |= gpumem_gpu_is_reserved(context->gpus[i]);
             gpumem_gpu_destroy(context->gpus[i]);
         }
+    }
+    if (bus_given) {
+        /* A bus client may still write memory it was given: the driver
+         * keeps it, and its machine, until the process exits */
+        ucs_debug("gpumem: the %s driver stays open until the process "
+                  "exits: a bus client was given memory of its GPUs",
+                  context->driver->ops->name);
+        uct_gpumem_context_keep(context);
     }
     if (context->driver != NULL) {
         context->driver->ops->close(context->driver);

@@ -117,7 +117,9 @@ protected:
 
     void close_machine() {
         for (gpumem_gpu_t *gpu : m_gpus) {
-            gpumem_gpu_destroy(gpu);
+            if (gpu != NULL) {
+                gpumem_gpu_destroy(gpu);
+            }
         }
         m_gpus.clear();
         if (m_driver != NULL) {

@@ -835,6 +835,43 @@ TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {
     EXPECT_EQ(1u << 20, stats(0).vram_bytes);
 }
 
+/* Seed: bus "From then on, until the process exits, r's memory and m's GPU
+ * are reserved for client, whatever is freed or released meanwhile ...
+ * Asking again reserves nothing more." */
+TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
+    gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
+    const gpumem_topo_dev_t *nic = NULL;
+    gpumem_bus_range_t *first, *again;
+    unsigned count;
+    size_t vram_free;
+
+    for (unsigned i = 0; i < m_topo->num_devs; ++i) {
+        if (m_topo->devs[i].type == GPUMEM_TOPO_DEV_NIC) {
+            nic = &m_topo->devs[i];
+        }
+    }
+    ASSERT_TRUE(nic != NULL);
+
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &first,
+                                 &count));
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &again,
+                                 &count));
+    EXPECT_EQ(first[0].address, again[0].address);
+    EXPECT_EQ(first[0].length, again[0].length);
+    ucs_free(first);
+    ucs_free(again);
+    EXPECT_EQ(1u << 20, stats(0).vram_bytes) << "asking again reserved more";
+    EXPECT_TRUE(gpumem_gpu_is_reserved(gpu(0)));
+
+    /* The free and the GPU's destroy give back nothing of it */
+    vram_free = m_driver->ops->vram_free(dgpu(0));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    gpumem_gpu_destroy(gpu(0));
+    m_gpus[0] = NULL;
+    EXPECT_EQ(vram_free, m_driver->ops->vram_free(dgpu(0)))
+            << "the VRAM a bus client may write went back";
+}
+
 TEST_F(mem_core, bus_refuses_a_client_that_cannot_reach_the_memory) {
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_topo_reach_t client = m_topo->devs[m_topo->num_devs - 1].reach;

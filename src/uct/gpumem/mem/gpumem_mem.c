@@ -35,6 +35,8 @@ KHASH_MAP_INIT_INT64(gpumem_region_set, uint64_t)
 static pthread_mutex_t gpumem_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static khash_t(gpumem_region_set) gpumem_live_regions;
 static uint64_t gpumem_next_region_id = 1;
+/* GPUs destroyed whose memory peers or a bus client still hold */
+static UCS_LIST_HEAD(gpumem_outliving_gpus);
 
 
 static void gpumem_mem_global_lock(void)
@@ -64,6 +66,9 @@ static void gpumem_gpu_put(gpumem_gpu_t *gpu)
 
     gpumem_mem_global_lock();
     refcount = --gpu->refcount;
+    if ((refcount == 0) && !ucs_list_is_empty(&gpu->outliving)) {
+        ucs_list_del(&gpu->outliving);
+    }
     gpumem_mem_global_unlock();
 
     if (refcount == 0) {
@@ -289,6 +294,7 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
     }
 
     pthread_mutex_init(&gpu->lock, NULL);
+    ucs_list_head_init(&gpu->outliving);
     gpu->refcount = 1;
     gpu->driver   = driver;
     gpu->ops      = driver->ops;
@@ -1040,6 +1046,16 @@ void gpumem_gpu_release(gpumem_gpu_t *gpu)
     gpumem_gpu_unlock(gpu);
 }
 
+int gpumem_gpu_is_reserved(gpumem_gpu_t *gpu)
+{
+    int reserved;
+
+    gpumem_mem_global_lock();
+    reserved = gpu->bus_given;
+    gpumem_mem_global_unlock();
+    return reserved;
+}
+
 void gpumem_gpu_destroy(gpumem_gpu_t *gpu)
 {
     gpumem_region_t *region, *region_tmp;
@@ -1058,19 +1074,23 @@ void gpumem_gpu_destroy(gpumem_gpu_t *gpu)
         ucs_free(region);
     }
     ucs_list_for_each_safe(memory, tmp, &gpu->memories, list) {
-        if (memory->peers == 0) {
+        if ((memory->peers == 0) && !memory->reserved) {
             ucs_list_del(&memory->list);
             ucs_list_add_tail(&idle, &memory->list);
         } else {
             in_use = 1;
         }
     }
+    if (in_use) {
+        ucs_list_add_tail(&gpumem_outliving_gpus, &gpu->outliving);
+    }
     gpumem_mem_global_unlock();
     gpumem_gpu_unlock(gpu);
 
     if (in_use) {
         ucs_debug("gpumem: GPU %u destroyed while another GPU maps its "
-                  "memory: that memory goes at the other GPU's last free",
+                  "memory or a bus client was given it: that memory goes at "
+                  "the other GPU's last free, or at the process's exit",
                   gpu->index);
     }
 
@@ -1142,6 +1162,7 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     gpumem_mem_global_lock();
     memory->reserved = 1;
     gpu->reserved    = 1;
+    gpu->bus_given   = 1;
     gpumem_mem_global_unlock();
     *ranges_p        = range;
     *count_p         = 1;

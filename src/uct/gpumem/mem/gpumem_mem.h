@@ -74,8 +74,13 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
 void gpumem_gpu_release(gpumem_gpu_t *gpu);
 
 /* Release (if not yet) and free the object, once no other GPU maps its
- * memory; until then the object lives on for its peers */
+ * memory; until then the object lives on for its peers. Memory a bus client
+ * was given stays, with the object, until the process exits */
 void gpumem_gpu_destroy(gpumem_gpu_t *gpu);
+
+/* Whether a bus client was given memory of the GPU (gpumem_bus): its
+ * driver must stay open until the process exits */
+int gpumem_gpu_is_reserved(gpumem_gpu_t *gpu);
 
 const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu);
 

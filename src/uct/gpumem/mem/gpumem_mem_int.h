@@ -99,6 +99,10 @@ struct gpumem_gpu {
     int                       released;
     int                       reserved;    /* Bus reservation: the function
                                               stays taken */
+    int                       bus_given;   /* A bus client was given its
+                                              memory: kept to the exit */
+    ucs_list_link_t           outliving;   /* In the destroyed GPUs that
+                                              live on, once destroyed */
     ucs_list_link_t           regions;     /* Regions out */
     ucs_list_link_t           mappings;    /* Mappings its tables hold */
     ucs_list_link_t           kept;        /* Mappings kept: unconfirmed
