@@ -849,7 +849,8 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
 {
     gpumem_gpu_t *gpu       = mapping->gpu;
     gpumem_memory_t *memory = mapping->memory;
-    int peer_pin            = (memory->owner != gpu) &&
+    int is_owner            = (memory->owner == gpu);
+    int peer_pin            = !is_owner &&
                               (memory->type != GPUMEM_MEMORY_VRAM);
     gpumem_memory_t *idle   = NULL;
     ucs_status_t status;
@@ -891,7 +892,7 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     }
 
     gpumem_mem_global_lock();
-    if (memory->owner == gpu) {
+    if (is_owner) {
         idle = gpumem_memory_owner_done(memory);
         if (idle == NULL) {
             /* Peers map it: its addresses stay with it, taken from the
@@ -903,7 +904,8 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     }
     gpumem_mem_global_unlock();
 
-    if ((memory->owner == gpu) && (idle == NULL)) {
+    /* A peer's memory may be gone now, given back by its owner */
+    if (is_owner && (idle == NULL)) {
         ucs_list_del(&mapping->list);
         return;
     }
