@@ -28,12 +28,14 @@ extern "C" {
 struct mem_table_spy {
     static const gpumem_driver_ops_t *real;
     static unsigned                  writes;
+    static unsigned                  last_flags; /* Of the last map */
     static gpumem_driver_ops_t       ops;
 
     static ucs_status_t pt_map_vram(gpumem_driver_gpu_t *gpu, uint64_t va,
                                     gpumem_driver_mem_t *mem, size_t offset,
                                     size_t size, unsigned flags) {
         ++writes;
+        last_flags = flags;
         return real->pt_map_vram(gpu, va, mem, offset, size, flags);
     }
 
@@ -41,6 +43,7 @@ struct mem_table_spy {
                                     void *host, size_t size,
                                     unsigned flags) {
         ++writes;
+        last_flags = flags;
         return real->pt_map_host(gpu, va, host, size, flags);
     }
 

@@ -18,6 +18,7 @@
 
 const gpumem_driver_ops_t *mem_table_spy::real = NULL;
 unsigned mem_table_spy::writes                  = 0;
+unsigned mem_table_spy::last_flags              = 0;
 gpumem_driver_ops_t mem_table_spy::ops;
 
 
@@ -684,6 +685,34 @@ TEST_F(mem_core, requests_after_release_are_invalid) {
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_map_host(gpu(0), &byte, 1, &out));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_map_peer(gpu(0), region, &out));
     gpumem_free(gpu(1), region);
+}
+
+/* Seed: "With ~uncached:true (defaults to false) the GPU bypasses its
+ * caches for them; Host memory is always uncached", as the tables are
+ * written */
+TEST_F(mem_core, uncached_is_off_by_default_and_host_memory_always_uncached) {
+    std::vector<char> buffer(2 * 4096);
+    void *pages = (void*)(((uintptr_t)buffer.data() + 4095) & ~(uintptr_t)4095);
+    std::vector<gpumem_region_t*> regions;
+    gpumem_region_t *region;
+
+    close_machine();
+    m_spy_tables = true;
+    ASSERT_NO_FATAL_FAILURE(open_machine(NULL));
+
+    regions.push_back(alloc(0, GPUMEM_KIND_GPU, 4096));
+    EXPECT_EQ(0u, mem_table_spy::last_flags & GPUMEM_DRIVER_MAP_UNCACHED);
+    regions.push_back(alloc(0, GPUMEM_KIND_GPU, 4096, GPUMEM_ALLOC_UNCACHED));
+    EXPECT_NE(0u, mem_table_spy::last_flags & GPUMEM_DRIVER_MAP_UNCACHED);
+    regions.push_back(alloc(0, GPUMEM_KIND_HOST, 4096));
+    EXPECT_NE(0u, mem_table_spy::last_flags & GPUMEM_DRIVER_MAP_UNCACHED);
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), pages, 4096, &region));
+    regions.push_back(region);
+    EXPECT_NE(0u, mem_table_spy::last_flags & GPUMEM_DRIVER_MAP_UNCACHED);
+
+    for (gpumem_region_t *r : regions) {
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), r));
+    }
 }
 
 TEST_F(mem_core, free_after_release_writes_no_table_and_gives_back_nothing) {
