@@ -18,6 +18,7 @@ extern "C" {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -412,8 +413,22 @@ TEST_F(topo_facts, apply_missing_file_is_io_error) {
     EXPECT_TRUE(logged(strerror(ENOENT)));
 }
 
-TEST_F(topo_facts, apply_directory_is_io_error) {
-    EXPECT_EQ(UCS_ERR_IO_ERROR, gpumem_topo_facts_apply(m_topo,
-                                                        m_dir.c_str()));
-    EXPECT_TRUE(logged(m_dir));
+TEST_F(topo_facts, apply_directory_is_refused_as_not_a_regular_file) {
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_topo_facts_apply(m_topo, m_dir.c_str()));
+    EXPECT_TRUE(logged(m_dir + " is a directory"));
+}
+
+/* A FIFO with no writer would block open() forever */
+TEST_F(topo_facts, apply_fifo_is_refused_without_blocking) {
+    ASSERT_EQ(0, mkfifo(m_path.c_str(), 0600));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_topo_facts_apply(m_topo, m_path.c_str()));
+    EXPECT_TRUE(logged(m_path + " is a FIFO"));
+}
+
+TEST_F(topo_facts, apply_device_is_refused) {
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_topo_facts_apply(m_topo, "/dev/zero"));
+    EXPECT_TRUE(logged("/dev/zero is a device"));
 }

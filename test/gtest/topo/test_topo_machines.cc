@@ -6,6 +6,7 @@
  */
 
 #include <common/gpumem_test.h>
+#include <common/log_capture.h>
 
 extern "C" {
 #include <uct/gpumem/topo/topo.h>
@@ -430,4 +431,33 @@ TEST_F(topo_machine, bad_input_is_a_clear_error) {
     params.xml_path    = xml.c_str();
     params.facts_path  = "/nonexistent/facts";
     EXPECT_EQ(UCS_ERR_IO_ERROR, gpumem_topo_load(&params, &topo));
+}
+
+
+/* What is not a machine's export is refused before hwloc reads it, saying
+ * what it is: a FIFO (which would block), a device, a directory, an
+ * element nesting that would overflow hwloc's parser */
+TEST_F(topo_machine, xml_that_is_no_regular_file_or_too_deep_is_refused) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    std::string fifo = m_sysfs + "/fifo.xml", deep = m_sysfs + "/deep.xml";
+    std::string nested;
+    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.c_str(), NULL};
+    struct {
+        std::string path, says;
+    } cases[] = {{fifo, "is a FIFO"}, {"/dev/zero", "is a device"},
+                 {m_sysfs, "is a directory"},
+                 {deep, "nests elements more than 256 deep"}};
+
+    ASSERT_EQ(0, mkfifo(fifo.c_str(), 0600));
+    for (int i = 0; i < 100000; ++i) {
+        nested += "<object type=\"Group\">";
+    }
+    write_file(deep, "<?xml version=\"1.0\"?><topology>" + nested);
+
+    for (const auto &c : cases) {
+        params.xml_path = c.path.c_str();
+        EXPECT_NE(UCS_OK, gpumem_topo_load(&params, &m_topo)) << c.path;
+        EXPECT_EQ(1u, log.count({c.path, c.says})) << log.text();
+        EXPECT_TRUE(m_topo == NULL);
+    }
 }

@@ -9,6 +9,7 @@
 #endif
 
 #include "topo_facts.h"
+#include "topo_file.h"
 #include "topo_sysfs.h"
 
 #include <ucs/debug/log.h>
@@ -18,6 +19,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 
 /*
@@ -266,12 +268,18 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
     ucs_status_t status;
     unsigned lineno;
     FILE *file;
-    int ret;
+    int ret, fd;
 
-    file = fopen(path, "r");
+    status = gpumem_topo_file_open(path, "topology facts", &fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    file = fdopen(fd, "r");
     if (file == NULL) {
-        ucs_error("cannot open topology facts %s: %s", path,
+        ucs_error("cannot read topology facts %s: %s", path,
                   strerror(errno));
+        close(fd);
         return UCS_ERR_IO_ERROR;
     }
 

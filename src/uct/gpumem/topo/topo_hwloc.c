@@ -10,6 +10,7 @@
 #endif
 
 #include "topo_hwloc.h"
+#include "topo_file.h"
 #include "topo_sysfs.h"
 
 #include <ucs/debug/log.h>
@@ -25,42 +26,105 @@
 #define GPUMEM_TOPO_CLASS_ACCELERATOR 0x12  /* "processing accelerator" */
 
 
+/* What an XML document may be before hwloc parses it: hwloc's own parser
+ * recurses per element, so depth overflows its stack; real machines' exports
+ * are a few MiB and some 20 levels deep */
+#define GPUMEM_TOPO_XML_MAX_SIZE   (64ul << 20)
+#define GPUMEM_TOPO_XML_MAX_DEPTH  256
+
+
 /* Preferred OS device names of a GPU, best first */
 static const char *gpumem_topo_gpu_osdev_prefixes[] = {
     "cuda", "rsmi", "nvml", "ze", "opencl"
 };
 
 
+/* How deep the elements of an XML document nest, at most @a max: a scan of
+ * the markup that needs no parser (comments, declarations and
+ * processing instructions open nothing; "/>" closes what it opened) */
+static int gpumem_topo_xml_depth_ok(const char *doc, unsigned max)
+{
+    unsigned depth = 0;
+    const char *p;
+
+    for (p = doc; *p != '\0'; ++p) {
+        if (*p == '<') {
+            if (p[1] == '/') {
+                depth -= (depth > 0);
+            } else if ((p[1] != '?') && (p[1] != '!') && (++depth > max)) {
+                return 0;
+            }
+        } else if ((*p == '/') && (p[1] == '>')) {
+            depth -= (depth > 0);
+        }
+    }
+    return 1;
+}
+
+/* The document hwloc is to parse: @a xml_buffer, or the file @a xml_path
+ * read whole (allocated in @a read_p), both within the bounds */
+static ucs_status_t gpumem_topo_hwloc_document(const char *xml_path,
+                                               const char *xml_buffer,
+                                               char **read_p,
+                                               const char **doc_p)
+{
+    const char *name = (xml_path != NULL) ? xml_path : "document";
+    ucs_status_t status;
+    size_t length;
+
+    *read_p = NULL;
+    if (xml_path != NULL) {
+        status = gpumem_topo_file_read(xml_path, "topology XML",
+                                       GPUMEM_TOPO_XML_MAX_SIZE, read_p,
+                                       &length);
+        if (status != UCS_OK) {
+            return status;
+        }
+        xml_buffer = *read_p;
+    }
+
+    if (!gpumem_topo_xml_depth_ok(xml_buffer, GPUMEM_TOPO_XML_MAX_DEPTH)) {
+        ucs_error("gpumem: topology XML %s nests elements more than %d deep: "
+                  "not a machine's export", name, GPUMEM_TOPO_XML_MAX_DEPTH);
+        ucs_free(*read_p);
+        *read_p = NULL;
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *doc_p = xml_buffer;
+    return UCS_OK;
+}
+
 ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
                                     const char *xml_buffer,
                                     hwloc_topology_t *hwloc_p)
 {
+    const char *doc = NULL;
     hwloc_topology_t hwloc;
+    ucs_status_t status;
+    char *read = NULL;
 
-    if ((xml_path != NULL) && (access(xml_path, R_OK) != 0)) {
-        ucs_error("gpumem: cannot read topology XML %s: %s", xml_path,
-                  strerror(errno));
-        return UCS_ERR_IO_ERROR;
+    if ((xml_path != NULL) || (xml_buffer != NULL)) {
+        status = gpumem_topo_hwloc_document(xml_path, xml_buffer, &read,
+                                            &doc);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
 
     if (hwloc_topology_init(&hwloc) != 0) {
         ucs_error("gpumem: hwloc_topology_init failed: %s", strerror(errno));
+        ucs_free(read);
         return UCS_ERR_NO_MEMORY;
     }
 
     /* Without it no PCI device appears, even from XML */
     hwloc_topology_set_io_types_filter(hwloc, HWLOC_TYPE_FILTER_KEEP_ALL);
 
-    if ((xml_path != NULL) && (hwloc_topology_set_xml(hwloc, xml_path) != 0)) {
-        ucs_error("gpumem: hwloc cannot use topology XML %s: %s", xml_path,
-                  strerror(errno));
-        goto err_destroy;
-    }
-
-    if ((xml_path == NULL) && (xml_buffer != NULL) &&
-        (hwloc_topology_set_xmlbuffer(hwloc, xml_buffer,
-                                      strlen(xml_buffer) + 1) != 0)) {
-        ucs_error("gpumem: hwloc cannot use the topology XML document: %s",
+    if ((doc != NULL) &&
+        (hwloc_topology_set_xmlbuffer(hwloc, doc, strlen(doc) + 1) != 0)) {
+        ucs_error("gpumem: hwloc cannot use topology XML %s: %s",
+                  (xml_path != NULL) ? xml_path : "document",
                   strerror(errno));
         goto err_destroy;
     }
@@ -73,11 +137,14 @@ ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
         goto err_destroy;
     }
 
+    /* hwloc keeps no pointer into the document once loaded */
+    ucs_free(read);
     *hwloc_p = hwloc;
     return UCS_OK;
 
 err_destroy:
     hwloc_topology_destroy(hwloc);
+    ucs_free(read);
     return UCS_ERR_INVALID_PARAM;
 }
 

@@ -84,12 +84,19 @@ static int gpumem_topo_sysfs_read(const char *path, void *buf, size_t max,
                                   size_t *length_p)
 {
     size_t length = 0;
+    struct stat st;
     ssize_t ret;
     int fd, err;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking, and a regular file only: a FIFO or device put in a
+     * sysfs root given for tests never blocks the load */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         return errno;
+    }
+    if ((fstat(fd, &st) != 0) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return EINVAL;
     }
 
     while (length < max) {
