@@ -38,6 +38,11 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
     m4_define([gpumem_iface_h], [[#include <uct/base/uct_iface.h>]])
     m4_define([gpumem_component_h], [[#include <uct/base/uct_component.h>]])
 
+    dnl Configuration parsers
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCS_CONFIG_PARSER_DOC],
+        [configuration parsers have a doc function],
+        [[#include <ucs/config/parser.h>]], [ucs_config_parser_t], [doc])
+
     dnl Memory domain ops
     GPUMEM_UCX_PROBE_TYPE([HAVE_UCT_MD_QUERY_V2],
         [MD query takes uct_md_attr_v2_t], gpumem_md_h,

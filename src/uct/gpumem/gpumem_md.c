@@ -12,6 +12,7 @@
 
 #include "gpumem_md.h"
 #include "base/gpumem_compat.h"
+#include "base/gpumem_config.h"
 
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/debug/log.h>
@@ -64,21 +65,21 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
     {"ALLOC_GPU", "0",
      "Index of the GPU (in PCI address order) on which the memory domain\n"
      "allocates device memory.",
-     ucs_offsetof(uct_gpumem_md_config_t, alloc_gpu), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_gpumem_md_config_t, alloc_gpu), UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"EMU_VRAM_SIZE", "1g",
      "emu driver (a software GPU): memory of each emulated GPU where the\n"
      "topology gives none. Shared by the processes of the machine; an\n"
      "untouched byte costs no memory.",
      ucs_offsetof(uct_gpumem_md_config_t, emu.vram_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
+     UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
     {"EMU_BAR_SIZE", "0",
      "emu driver: size of each emulated GPU's memory BAR, through which the\n"
      "process and other PCI functions reach its memory; 0: as large as its\n"
      "memory.",
      ucs_offsetof(uct_gpumem_md_config_t, emu.bar_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
+     UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
     {"EMU_SHM_DIR", GPUMEM_EMU_DEFAULT_SHM_DIR,
      "emu driver: directory of the shared state of the emulated GPUs, which\n"
@@ -90,7 +91,7 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
      "emu driver: copies of up to this size complete inline; larger ones\n"
      "complete asynchronously, as a copy engine's do.",
      ucs_offsetof(uct_gpumem_md_config_t, emu.copy_inline_max),
-     UCS_CONFIG_TYPE_MEMUNITS},
+     UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
     {NULL}
 };

@@ -175,3 +175,17 @@ TEST_F(emu_machine, topology_without_gpu_is_refused)
               open_machine(config(), &topo, &driver, xml.c_str()));
     expect_log("no GPU to emulate");
 }
+
+/* An empty directory would put the shared state at the root */
+TEST_F(emu_machine, empty_shared_memory_directory_is_refused) {
+    gpumem_emu_config_t empty = config();
+    gpumem_driver_t *driver   = NULL;
+    gpumem_topo_t *topo       = NULL;
+
+    empty.shm_dir = "";
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              open_machine(empty, &topo, &driver));
+    expect_log("(UCX_GPUMEM_EMU_SHM_DIR) is empty");
+    EXPECT_TRUE(driver == NULL);
+    close_machine(topo, NULL);
+}

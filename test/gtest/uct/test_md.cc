@@ -520,3 +520,96 @@ TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
     uct_md_close(rocm_md);
     uct_config_release(rocm_config);
 }
+
+/* The interface configuration of @a tl, read through an MD of @a component
+ * opened with the environment's settings */
+static ucs_status_t md_config_read_iface(uct_component_h component,
+                                         const char *tl)
+{
+    uct_md_resource_desc_t resource;
+    uct_component_attr_t attr;
+    uct_iface_config_t *iface_config;
+    uct_md_config_t *config;
+    ucs_status_t status;
+    uct_md_h md;
+
+    attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = &resource;
+    status            = uct_component_query(component, &attr);
+    if (status == UCS_OK) {
+        status = uct_md_config_read(component, NULL, NULL, &config);
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_md_open(component, resource.md_name, config, &md);
+    uct_config_release(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_md_iface_config_read(md, tl, NULL, NULL, &iface_config);
+    if (status == UCS_OK) {
+        uct_config_release(iface_config);
+    }
+    uct_md_close(md);
+    return status;
+}
+
+/* A value UCS's own types would take in silence (a fraction or a negative
+ * as a count, a negative time, an endless size) fails the configuration
+ * read, and the log names the variable and the value */
+TEST(md_config, bad_values_are_refused_naming_the_variable) {
+    /* The variable, and the name its table gives the setting */
+    const struct {
+        const char *component, *tl, *name, *field, *value;
+    } cases[] = {
+        {"gpumem", NULL, "ALLOC_GPU", "ALLOC_GPU", "1.5"},
+        {"gpumem", NULL, "ALLOC_GPU", "ALLOC_GPU", "-1"},
+        {"gpumem", NULL, "EMU_VRAM_SIZE", "EMU_VRAM_SIZE", "-1"},
+        {"gpumem", NULL, "EMU_VRAM_SIZE", "EMU_VRAM_SIZE", "inf"},
+        {"gpumem_ipc", NULL, "IPC_CACHE_MAX_IDLE", "CACHE_MAX_IDLE", "-1"},
+        {"gpumem_ipc", NULL, "IPC_CACHE_SWEEP_INTERVAL",
+         "CACHE_SWEEP_INTERVAL", "-1s"},
+        {"gpumem", "gpumemcpy", "COPY_LATENCY", "LATENCY", "-5us"},
+        {"gpumem", "gpumemcpy", "COPY_OVERHEAD", "OVERHEAD", "-1ns"},
+        {"gpumem_ipc", "gpumemipc", "IPC_LATENCY", "LATENCY", "-5us"},
+        {"gpumem_ipc", "gpumemipc", "IPC_OVERHEAD", "OVERHEAD", "-1us"},
+    };
+    char tmpl[] = "/tmp/gpumem_md_config.XXXXXX";
+
+    ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
+    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+    setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
+    setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+
+    for (const auto &c : cases) {
+        std::string var = std::string("UCX_GPUMEM_") + c.name;
+        uct_component_h component = gpumem_test::find_component(c.component);
+        gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+        uct_md_config_t *config;
+        ucs_status_t status;
+
+        ASSERT_TRUE(component != NULL) << c.component;
+        setenv(var.c_str(), c.value, 1);
+        if (c.tl != NULL) {
+            status = md_config_read_iface(component, c.tl);
+        } else {
+            status = uct_md_config_read(component, NULL, NULL, &config);
+            if (status == UCS_OK) {
+                uct_config_release(config);
+            }
+        }
+        unsetenv(var.c_str());
+        setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+
+        EXPECT_NE(UCS_OK, status) << var << "=" << c.value << " was taken";
+        EXPECT_EQ(1u, log.count({c.field, std::string("'") + c.value + "'"}))
+                << var << "=" << c.value << ": " << log.text();
+    }
+
+    unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
+    unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
+    EXPECT_EQ(0, rmdir(tmpl)) << "emu state left in " << tmpl;
+}

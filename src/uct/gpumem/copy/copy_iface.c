@@ -19,6 +19,7 @@
 
 #include "copy_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/base/gpumem_config.h>
 #include "copy_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -40,12 +41,12 @@ static ucs_config_field_t uct_gpumem_copy_iface_config_table[] = {
      "Largest put/get bcopy: the size of the host buffer the bytes pass\n"
      "through on their way to or from the copy engine.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, seg_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
+     UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
     {"MAX_POLL", "16",
      "Most completions one progress call gives.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, max_poll),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     /* Measured with "ucx_perftest -l -x gpumemcpy -d gpumem -t put_bw"
      * (device memory from libgpumem_perftest) on the machine of the tests:
@@ -64,13 +65,13 @@ static ucs_config_field_t uct_gpumem_copy_iface_config_table[] = {
      "emu driver's (a lock, a page table walk, a call); a real GPU's engine\n"
      "takes some microseconds.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, latency),
-     UCS_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
 
     {"OVERHEAD", "50ns",
      "CPU time UCP expects posting a copy to take, the rest of the latency\n"
      "being the engine's.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, overhead),
-     UCS_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
 
     {NULL}
 };

@@ -17,6 +17,7 @@
 
 #include "ipc_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/base/gpumem_config.h>
 #include "ipc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -41,7 +42,7 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
     {"MAX_POLL", "16",
      "Most completions one progress call gives.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, max_poll),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"BW", "auto",
      "Bandwidth UCP expects of a copy to or from a peer's GPU memory. auto:\n"
@@ -58,13 +59,13 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
      "host bridge, 3us across host bridges, 4us across sockets, 1us within\n"
      "the same GPU.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, latency),
-     UCS_CONFIG_TYPE_TIME_UNITS},
+     UCT_GPUMEM_CONFIG_TYPE_TIME_UNITS},
 
     {"OVERHEAD", "200ns",
      "CPU time UCP expects posting a copy to take: finding the peer's\n"
      "mapping and starting the engine.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, overhead),
-     UCS_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
 
     {NULL}
 };

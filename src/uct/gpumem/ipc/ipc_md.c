@@ -17,6 +17,7 @@
 
 #include "ipc_md.h"
 #include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/base/gpumem_config.h>
 #include "ipc_reach.h"
 
 #include <uct/gpumem/gpumem_md.h>
@@ -39,7 +40,7 @@ static ucs_config_field_t uct_gpumem_ipc_md_config_table[] = {
      "reuses the address, exits, or the mapping is the least recently used\n"
      "past this many.",
      ucs_offsetof(uct_gpumem_ipc_md_config_t, cache_max_idle),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"CACHE_SWEEP_INTERVAL", "1s",
      "How often UCX's async thread drops the idle mappings of peers'\n"
@@ -47,7 +48,7 @@ static ucs_config_field_t uct_gpumem_ipc_md_config_table[] = {
      "after the owner's death; \"inf\": only when a key of a new\n"
      "allocation of the same owner comes.",
      ucs_offsetof(uct_gpumem_ipc_md_config_t, cache_sweep),
-     UCS_CONFIG_TYPE_TIME_UNITS},
+     UCT_GPUMEM_CONFIG_TYPE_TIME_UNITS},
 
     {NULL}
 };

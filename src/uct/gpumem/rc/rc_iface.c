@@ -17,6 +17,7 @@
 
 #include "rc_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/base/gpumem_config.h>
 #include "rc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -51,18 +52,18 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      "Work requests an endpoint keeps in flight; beyond them operations\n"
      "return UCS_ERR_NO_RESOURCE and wait in the pending queue.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, tx_queue_len),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"CQ_LEN", "4096",
      "Completions the interface's queue holds: work requests of all its\n"
      "endpoints in flight together.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, cq_len),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"MAX_POLL", "16",
      "Most completions one progress call gives.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, max_poll),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"MAX_SGE", "auto",
      "Most scatter-gather entries (uct_iov_t) of one put or get; auto: as\n"
@@ -89,31 +90,31 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      "device takes the least power of two times 4.096 us that is not\n"
      "shorter.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, timeout),
-     UCS_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
 
     {"RETRY_COUNT", "7",
      "Times a packet is sent again before the endpoint fails with\n"
      "UCS_ERR_ENDPOINT_TIMEOUT (at most 7).",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, retry_count),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"MAX_RD_ATOMIC", "16",
      "RDMA READs an endpoint keeps in flight, and takes from its peer, at\n"
      "most; the device's limit caps it.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, max_rd_atomic),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"SEG_SIZE", "8k",
      "Largest put/get bcopy: the size of the registered host buffer the\n"
      "bytes pass through.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, seg_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
+     UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
     {"MAX_INLINE", "64",
      "Largest put short: bytes the device copies from the request as it is\n"
      "posted (inline); the device's limit caps it.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, max_inline),
-     UCS_CONFIG_TYPE_UINT},
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     {"BW", "auto",
      "Bandwidth UCP expects of the port; auto: the port's signalling rate\n"
@@ -127,12 +128,12 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      "Time UCP expects a put of a few bytes to take to land, plus 50 ns a\n"
      "PCI link between the NIC and the process's GPU in the topology.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, latency),
-     UCS_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
 
     {"OVERHEAD", "75ns",
      "CPU time UCP expects posting a work request to take.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, overhead),
-     UCS_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
 
     {NULL}
 };

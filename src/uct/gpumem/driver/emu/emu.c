@@ -245,6 +245,11 @@ ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
 
     shm_dir = (config->shm_dir != NULL) ? config->shm_dir :
               GPUMEM_EMU_DEFAULT_SHM_DIR;
+    if (shm_dir[0] == '\0') {
+        ucs_error("gpumem emu: the shared memory directory "
+                  "(UCX_GPUMEM_EMU_SHM_DIR) is empty: a directory is needed");
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (strlen(shm_dir) >= PATH_MAX) {
         ucs_error("gpumem emu: the shared memory directory %s is too long",
                   shm_dir);
