@@ -292,3 +292,37 @@ TEST_F(emu_vram, state_file_of_another_version_is_refused_and_left_alone)
     EXPECT_EQ(std::vector<std::string>(1, names[0]), shm_files());
     unlink(path.c_str());
 }
+
+/* The machine's table of allocations of a GPU can be full with VRAM left:
+ * said so, and freeing one makes a slot */
+TEST_F(emu_vram, a_full_allocation_table_is_said_so_with_vram_left)
+{
+    gpumem_emu_config_t larger = config();
+    std::vector<gpumem_driver_mem_t*> mems;
+    gpumem_driver_mem_t *mem;
+
+    larger.vram_size = 2 * VRAM_SIZE;
+    ASSERT_NO_FATAL_FAILURE(reopen(larger));
+    for (;;) {
+        if (ops()->mem_alloc(gpu(0), PAGE, PAGE, 0, &mem) != UCS_OK) {
+            break;
+        }
+        mems.push_back(mem);
+    }
+
+    EXPECT_EQ(16384u, mems.size());
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              ops()->mem_alloc(gpu(0), PAGE, PAGE, 0, &mem));
+    for (int i = 0; i < 2; ++i) {
+        expect_log("the table of the machine's allocations on this GPU is "
+                   "full (16384");
+    }
+    EXPECT_EQ(2 * VRAM_SIZE - 16384 * PAGE, ops()->vram_free(gpu(0)));
+
+    ops()->mem_free(mems.back());
+    mems.pop_back();
+    mem = alloc(0, PAGE);
+    EXPECT_TRUE(mem != NULL);
+    mems.push_back(mem);
+    free_all(mems);
+}

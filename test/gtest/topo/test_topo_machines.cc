@@ -10,6 +10,7 @@
 
 extern "C" {
 #include <uct/gpumem/topo/topo.h>
+#include <uct/gpumem/driver/emu/emu.h>
 }
 
 #include <fstream>
@@ -460,4 +461,24 @@ TEST_F(topo_machine, xml_that_is_no_regular_file_or_too_deep_is_refused) {
         EXPECT_EQ(1u, log.count({c.path, c.says})) << log.text();
         EXPECT_TRUE(m_topo == NULL);
     }
+}
+
+/* Two GPUs at one PCI address would share one GPU's state and VRAM */
+TEST_F(topo_machine, two_devices_at_one_pci_address_are_refused) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    std::string xml = gpumem_emu_builtin_topology;
+    std::string path = m_sysfs + "/twice.xml";
+    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.c_str(), NULL};
+    size_t pos;
+
+    pos = xml.find("pci_busid=\"00e0:04:00.0\"");
+    ASSERT_NE(std::string::npos, pos) << "the built-in machine changed";
+    xml.replace(pos, 24, "pci_busid=\"00e0:03:00.0\"");
+    write_file(path, xml);
+
+    params.xml_path = path.c_str();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_topo_load(&params, &m_topo));
+    EXPECT_EQ(1u, log.count({"two devices at PCI address 00e0:03:00.0"}))
+            << log.text();
+    EXPECT_TRUE(m_topo == NULL);
 }

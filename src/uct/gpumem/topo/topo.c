@@ -17,6 +17,34 @@
 #include <string.h>
 
 
+/* Two devices at one PCI address would share one GPU's state and memory:
+ * not a machine (the devices read, before any is used) */
+static ucs_status_t gpumem_topo_check_unique(gpumem_topo_t *topo,
+                                             const char *xml_path)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+    unsigned i, j;
+
+    for (i = 0; i < topo->num_devs; ++i) {
+        for (j = 0; j < i; ++j) {
+            if (gpumem_pci_addr_equal(&topo->devs[i].reach.addr,
+                                      &topo->devs[j].reach.addr)) {
+                ucs_error("gpumem: the topology of %s has two devices at PCI "
+                          "address %s (%s and %s): not a machine",
+                          (xml_path != NULL) ? xml_path : "this machine",
+                          gpumem_pci_addr_str(&topo->devs[i].reach.addr,
+                                              name, sizeof(name)),
+                          topo->devs[j].name, topo->devs[i].name);
+                ucs_free(topo->devs);
+                topo->devs     = NULL;
+                topo->num_devs = 0;
+                return UCS_ERR_INVALID_PARAM;
+            }
+        }
+    }
+    return UCS_OK;
+}
+
 ucs_status_t gpumem_topo_load(const gpumem_topo_params_t *params,
                               gpumem_topo_t **topo_p)
 {
@@ -42,6 +70,9 @@ ucs_status_t gpumem_topo_load(const gpumem_topo_params_t *params,
                                     (params->xml_path != NULL) ||
                                     (params->xml_buffer != NULL),
                                     sysfs_root, topo);
+    if (status == UCS_OK) {
+        status = gpumem_topo_check_unique(topo, params->xml_path);
+    }
     if (status == UCS_OK) {
         gpumem_topo_fabric_read(hwloc, topo);
     }

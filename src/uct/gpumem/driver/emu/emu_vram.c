@@ -84,8 +84,12 @@ static ucs_status_t gpumem_emu_vram_place(gpumem_emu_gpu_t *gpu, size_t size,
     unsigned pos;
     uint32_t slot;
 
-    if (!gpumem_emu_vram_free_slot(state, &slot) ||
-        !((!in_bar && gpumem_emu_vram_find(state, size, page_size,
+    if (!gpumem_emu_vram_free_slot(state, &slot)) {
+        /* Not room: the VRAM may have plenty; the table is the limit */
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    if (!((!in_bar && gpumem_emu_vram_find(state, size, page_size,
                                            gpu->bar_size, gpu->vram_size,
                                            &offset, &pos)) ||
           gpumem_emu_vram_find(state, size, page_size, 0,
@@ -301,7 +305,7 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *handle, size_t size,
 
     gpumem_emu_state_lock(gpu);
     status = gpumem_emu_vram_place(gpu, size, page_size, in_bar, &slot);
-    if (status == UCS_ERR_NO_MEMORY) {
+    if ((status == UCS_ERR_NO_MEMORY) || (status == UCS_ERR_EXCEEDS_LIMIT)) {
         /* A dead process, a zombie, may hold room the quick check missed */
         gpumem_emu_state_sweep(gpu, 1);
         status = gpumem_emu_vram_place(gpu, size, page_size, in_bar, &slot);
@@ -310,6 +314,13 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *handle, size_t size,
         gpumem_emu_vram_hold(gpu, slot);
     }
     gpumem_emu_state_unlock(gpu);
+    if (status == UCS_ERR_EXCEEDS_LIMIT) {
+        /* The VRAM may have plenty: the table is what is full */
+        gpumem_emu_gpu_error(gpu, "cannot allocate %zu bytes of VRAM: the "
+                             "table of the machine's allocations on this GPU "
+                             "is full (%d, of every process)", size,
+                             GPUMEM_EMU_EXTENTS_MAX);
+    }
     if (status != UCS_OK) {
         goto out;
     }
