@@ -7,6 +7,10 @@
 
 #include "emu_test.h"
 
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <unistd.h>
 
@@ -188,4 +192,36 @@ TEST_F(emu_machine, empty_shared_memory_directory_is_refused) {
     expect_log("(UCX_GPUMEM_EMU_SHM_DIR) is empty");
     EXPECT_TRUE(driver == NULL);
     close_machine(topo, NULL);
+}
+
+/* A full shared directory: the state is backed when the machine opens, so
+ * the open fails, saying why, instead of every process taking SIGBUS when
+ * its pages are first touched */
+TEST_F(emu_machine, a_full_shared_directory_fails_the_open_naming_it) {
+    char tmpl[] = "/tmp/gpumem_full.XXXXXX";
+    gpumem_emu_config_t full = config();
+    gpumem_driver_t *driver  = NULL;
+    gpumem_topo_t *topo      = NULL;
+    ucs_status_t status;
+
+    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+    if (mount("tmpfs", tmpl, "tmpfs", 0, "size=64k") != 0) {
+        int err = errno;
+        rmdir(tmpl);
+        GTEST_SKIP() << "cannot mount a 64 KiB tmpfs to fill: "
+                     << strerror(err);
+    }
+
+    full.shm_dir = tmpl;
+    status       = open_machine(full, &topo, &driver);
+    EXPECT_NE(UCS_OK, status);
+    expect_log(std::string("cannot reserve the"));
+    if (driver != NULL) {
+        close_machine(topo, driver);
+    } else {
+        close_machine(topo, NULL);
+    }
+
+    EXPECT_EQ(0, umount(tmpl)) << strerror(errno);
+    EXPECT_EQ(0, rmdir(tmpl)) << strerror(errno);
 }

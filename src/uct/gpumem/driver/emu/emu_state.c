@@ -175,6 +175,23 @@ static ucs_status_t gpumem_emu_state_open_locked(gpumem_emu_gpu_t *gpu,
     return UCS_OK;
 }
 
+/* Backs every byte of the state file in its directory now: a sparse file
+ * touched through a shared mapping would raise SIGBUS in every process of
+ * the machine the day the directory is full */
+static ucs_status_t gpumem_emu_state_reserve(gpumem_emu_gpu_t *gpu)
+{
+    int err = posix_fallocate(gpu->state_fd, 0, sizeof(gpumem_emu_state_t));
+
+    if (err != 0) {
+        gpumem_emu_gpu_error(gpu, "cannot reserve the %zu bytes of its shared "
+                             "state %s: %s (UCX_GPUMEM_EMU_SHM_DIR names "
+                             "another directory)", sizeof(gpumem_emu_state_t),
+                             gpu->state_path, strerror(err));
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
 /* A new VRAM: a memfd sealed at its size, which hole punching still
  * empties, and a state that names it */
 static ucs_status_t gpumem_emu_state_create(gpumem_emu_gpu_t *gpu)
@@ -190,6 +207,9 @@ static ucs_status_t gpumem_emu_state_create(gpumem_emu_gpu_t *gpu)
         gpumem_emu_gpu_error(gpu, "cannot reset its shared state %s: %s",
                              gpu->state_path, strerror(errno));
         return UCS_ERR_IO_ERROR;
+    }
+    if (gpumem_emu_state_reserve(gpu) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
     }
 
     snprintf(name, sizeof(name), "gpumem-emu-vram-%s", gpu->name);
@@ -316,6 +336,12 @@ static ucs_status_t gpumem_emu_state_join(gpumem_emu_gpu_t *gpu,
         gpumem_emu_gpu_error(gpu, "cannot size its shared state %s: %s",
                              gpu->state_path, strerror(errno));
         return UCS_ERR_IO_ERROR;
+    }
+
+    /* Another process's file may be sparse: every block is backed before a
+     * byte of it is touched */
+    if (gpumem_emu_state_reserve(gpu) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
     }
 
     state = mmap(NULL, sizeof(*state), PROT_READ | PROT_WRITE, MAP_SHARED,
