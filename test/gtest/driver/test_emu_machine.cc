@@ -7,11 +7,18 @@
 
 #include "emu_test.h"
 
+#include <common/channel.h>
+#include <common/log_capture.h>
+
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 
@@ -223,5 +230,112 @@ TEST_F(emu_machine, a_full_shared_directory_fails_the_open_naming_it) {
     }
 
     EXPECT_EQ(0, umount(tmpl)) << strerror(errno);
+    EXPECT_EQ(0, rmdir(tmpl)) << strerror(errno);
+}
+
+/* The names of the files of a machine's shared state in @a dir */
+static std::vector<std::string> emu_machine_state_files(const char *dir)
+{
+    std::vector<std::string> names;
+    struct dirent *entry;
+    DIR *d = opendir(dir);
+
+    while ((d != NULL) && ((entry = readdir(d)) != NULL)) {
+        if (entry->d_name[0] != '.') {
+            names.push_back(std::string(dir) + "/" + entry->d_name);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return names;
+}
+
+/* The state files' names are predictable (user, machine, GPU): another
+ * user may make this user's first in a shared directory. The open is then
+ * refused, naming the files' owner and what to do, whichever user is the
+ * victim; and no user reads another's files */
+TEST_F(emu_machine, another_users_state_files_are_refused_naming_the_owner) {
+    const uid_t other = 65534;
+    char tmpl[] = "/tmp/gpumem_users.XXXXXX";
+    gpumem_emu_config_t shared = config();
+    std::vector<std::string> names;
+    gpumem_driver_t *driver = NULL;
+    gpumem_topo_t *topo     = NULL;
+    pid_t pid;
+
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "acting as another user needs root";
+    }
+    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+    ASSERT_EQ(0, chmod(tmpl, 01777)) << "a directory like /dev/shm";
+    shared.shm_dir = tmpl;
+
+    /* The names this user's machine takes */
+    ASSERT_EQ(UCS_OK, open_machine(shared, &topo, &driver));
+    names = emu_machine_state_files(tmpl);
+    ASSERT_FALSE(names.empty());
+
+    /* No other user reads them */
+    pid = fork_child([&]() {
+        EMU_CHILD_CHECK((setgid(other) == 0) && (setuid(other) == 0));
+        for (const std::string &name : names) {
+            EMU_CHILD_CHECK((open(name.c_str(), O_RDONLY) < 0) &&
+                            (errno == EACCES));
+        }
+        return 0;
+    });
+    EXPECT_EQ(0, wait_child(pid));
+    close_machine(topo, driver);
+    ASSERT_TRUE(emu_machine_state_files(tmpl).empty());
+
+    /* The other user makes them first: this user is refused, told whose */
+    pid = fork_child([&]() {
+        EMU_CHILD_CHECK((setgid(other) == 0) && (setuid(other) == 0));
+        for (const std::string &name : names) {
+            int fd = open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            EMU_CHILD_CHECK(fd >= 0);
+            ::close(fd);
+        }
+        return 0;
+    });
+    ASSERT_EQ(0, wait_child(pid));
+    topo = NULL;
+    EXPECT_NE(UCS_OK, open_machine(shared, &topo, &driver));
+    expect_log("belongs to user 65534, not to this process's user 0: set "
+               "UCX_GPUMEM_EMU_SHM_DIR");
+    close_machine(topo, NULL);
+    for (const std::string &name : names) {
+        EXPECT_EQ(0, unlink(name.c_str()));
+    }
+
+    /* This user makes the other's first: the other, who cannot open them,
+     * is told whose they are */
+    for (std::string name : names) {
+        size_t pos = name.find("/gpumem-emu.0.");
+        ASSERT_NE(std::string::npos, pos) << name;
+        name.replace(pos, 14, "/gpumem-emu.65534.");
+        int fd = open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        ASSERT_GE(fd, 0) << name;
+        ::close(fd);
+    }
+    pid = fork_child([&]() {
+        gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+        gpumem_driver_t *child_driver = NULL;
+        gpumem_topo_t *child_topo     = NULL;
+        ucs_status_t status;
+
+        EMU_CHILD_CHECK((setgid(other) == 0) && (setuid(other) == 0));
+        status = open_machine(shared, &child_topo, &child_driver);
+        close_machine(child_topo, NULL);
+        EMU_CHILD_CHECK(status != UCS_OK);
+        EMU_CHILD_CHECK(log.count({"belongs to user 0, not to this process's "
+                                   "user 65534"}) >= 1);
+        return 0;
+    });
+    EXPECT_EQ(0, wait_child(pid));
+    for (const std::string &name : emu_machine_state_files(tmpl)) {
+        EXPECT_EQ(0, unlink(name.c_str()));
+    }
     EXPECT_EQ(0, rmdir(tmpl)) << strerror(errno);
 }

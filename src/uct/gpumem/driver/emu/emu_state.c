@@ -143,7 +143,18 @@ static ucs_status_t gpumem_emu_state_open_locked(gpumem_emu_gpu_t *gpu,
     for (;;) {
         fd = open(gpu->state_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
                   0600);
-        if (fd < 0) {
+        if ((fd < 0) && (errno == EACCES) &&
+            (lstat(gpu->state_path, &path_st) == 0) &&
+            (path_st.st_uid != geteuid())) {
+            /* Made first by another user, whose GPU state it is not */
+            gpumem_emu_gpu_error(gpu, "its shared state %s belongs to user "
+                                 "%u, not to this process's user %u: set "
+                                 "UCX_GPUMEM_EMU_SHM_DIR to a directory of "
+                                 "your own", gpu->state_path,
+                                 (unsigned)path_st.st_uid,
+                                 (unsigned)geteuid());
+            return UCS_ERR_IO_ERROR;
+        } else if (fd < 0) {
             gpumem_emu_gpu_error(gpu, "cannot open its shared state %s: %s",
                                  gpu->state_path, strerror(errno));
             return UCS_ERR_IO_ERROR;
@@ -164,8 +175,9 @@ static ucs_status_t gpumem_emu_state_open_locked(gpumem_emu_gpu_t *gpu,
     if (st_p->st_uid != geteuid()) {
         /* Only a process of the same user may reach the GPU's memory */
         gpumem_emu_gpu_error(gpu, "its shared state %s belongs to user %u, "
-                             "not to this process's user %u",
-                             gpu->state_path, (unsigned)st_p->st_uid,
+                             "not to this process's user %u: set "
+                             "UCX_GPUMEM_EMU_SHM_DIR to a directory of your "
+                             "own", gpu->state_path, (unsigned)st_p->st_uid,
                              (unsigned)geteuid());
         close(fd);
         return UCS_ERR_IO_ERROR;
