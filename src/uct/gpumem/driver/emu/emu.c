@@ -14,6 +14,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <uct/gpumem/base/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
+#include <signal.h>
 #include <string.h>
 
 
@@ -23,6 +24,54 @@
 #define GPUMEM_EMU_VA_MIN_SIZE  (16ul << 30)
 #define GPUMEM_EMU_VA_VRAM_MUL  2
 
+
+gpumem_emu_point_t gpumem_emu_die_point = GPUMEM_EMU_POINT_NONE;
+
+static const char *gpumem_emu_point_names[] = {
+    [GPUMEM_EMU_POINT_NONE]          = "",
+    [GPUMEM_EMU_POINT_ALLOC_PLACED]  = "alloc-placed",
+    [GPUMEM_EMU_POINT_ALLOC_LISTED]  = "alloc-listed",
+    [GPUMEM_EMU_POINT_ALLOC_HELD]    = "alloc-held",
+    [GPUMEM_EMU_POINT_FREE_UNLISTED] = "free-unlisted",
+    [GPUMEM_EMU_POINT_FREE_PUNCHED]  = "free-punched",
+    [GPUMEM_EMU_POINT_IMPORT_HELD]   = "import-held"
+};
+
+void gpumem_emu_die(gpumem_emu_point_t point)
+{
+    ucs_debug("gpumem emu: dying at %s, as the test asked",
+              gpumem_emu_point_names[point]);
+    raise(SIGKILL);
+}
+
+ucs_status_t gpumem_emu_test_die_at(const char *point)
+{
+    unsigned i;
+
+    for (i = 0; i < GPUMEM_EMU_POINT_LAST; ++i) {
+        if (!strcmp((point != NULL) ? point : "", gpumem_emu_point_names[i])) {
+            gpumem_emu_die_point = (gpumem_emu_point_t)i;
+            return UCS_OK;
+        }
+    }
+    ucs_error("gpumem emu: no step '%s' to die at", point);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+int gpumem_emu_state_is_consistent(gpumem_driver_t *driver, unsigned index,
+                                   char *why, size_t max)
+{
+    gpumem_emu_gpu_t *gpu = &ucs_derived_of(driver,
+                                            gpumem_emu_driver_t)->gpus[index];
+    int consistent;
+
+    pthread_mutex_lock(&gpu->lock);
+    gpumem_emu_state_lock(gpu);
+    consistent = gpumem_emu_vram_check(gpu, why, max);
+    gpumem_emu_state_unlock(gpu);
+    pthread_mutex_unlock(&gpu->lock);
+    return consistent;
+}
 
 int gpumem_emu_fault_take(gpumem_emu_gpu_t *gpu, gpumem_driver_fault_t fault)
 {

@@ -47,6 +47,22 @@ ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
  * (an hwloc XML document) */
 extern const char gpumem_emu_builtin_topology[];
 
+/**
+ * For tests: the process kills itself (SIGKILL) when it reaches the step
+ * @a point of a change of the shared state: "alloc-placed", "alloc-listed",
+ * "alloc-held", "free-unlisted", "free-punched", "import-held"; NULL or ""
+ * never. UCS_ERR_INVALID_PARAM for another name.
+ */
+ucs_status_t gpumem_emu_test_die_at(const char *point);
+
+/**
+ * For tests: whether the shared state of GPU @a index of an emu driver is
+ * consistent (every extent listed once in order, held by a process that is
+ * attached, within the VRAM); what is wrong in @a why.
+ */
+int gpumem_emu_state_is_consistent(gpumem_driver_t *driver, unsigned index,
+                                   char *why, size_t max);
+
 END_C_DECLS
 
 #endif

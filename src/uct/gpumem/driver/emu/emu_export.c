@@ -239,6 +239,7 @@ ucs_status_t gpumem_emu_mem_import(gpumem_driver_gpu_t *dgpu, const void *buf,
     status = gpumem_emu_handle_check_extent(gpu, &handle);
     if (status == UCS_OK) {
         gpumem_emu_vram_hold(gpu, handle.extent);
+        gpumem_emu_test_point(GPUMEM_EMU_POINT_IMPORT_HELD);
     }
     gpumem_emu_state_unlock(gpu);
     if (status != UCS_OK) {

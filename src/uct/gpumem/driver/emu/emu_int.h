@@ -222,6 +222,32 @@ void gpumem_emu_state_unlock(gpumem_emu_gpu_t *gpu);
 void gpumem_emu_state_sweep(gpumem_emu_gpu_t *gpu, int thorough);
 
 
+/*
+ * Steps of the changes of the shared state at which a test may have the
+ * process die (gpumem_emu_test_die_at), to prove each crash-consistent.
+ */
+typedef enum {
+    GPUMEM_EMU_POINT_NONE = 0,
+    GPUMEM_EMU_POINT_ALLOC_PLACED,  /* An extent written, not yet listed */
+    GPUMEM_EMU_POINT_ALLOC_LISTED,  /* Listed, not yet held */
+    GPUMEM_EMU_POINT_ALLOC_HELD,    /* Held, not yet given to the caller */
+    GPUMEM_EMU_POINT_FREE_UNLISTED, /* Unlisted, its memory not yet back */
+    GPUMEM_EMU_POINT_FREE_PUNCHED,  /* Its memory back, its slot not clear */
+    GPUMEM_EMU_POINT_IMPORT_HELD,   /* An import held, not yet mapped */
+    GPUMEM_EMU_POINT_LAST
+} gpumem_emu_point_t;
+
+extern gpumem_emu_point_t gpumem_emu_die_point;
+
+void gpumem_emu_die(gpumem_emu_point_t point);
+
+static UCS_F_ALWAYS_INLINE void gpumem_emu_test_point(gpumem_emu_point_t point)
+{
+    if (ucs_unlikely(gpumem_emu_die_point == point)) {
+        gpumem_emu_die(point);
+    }
+}
+
 /* emu_vram.c: VRAM allocation; holds (GPU lock held) */
 void gpumem_emu_vram_hold(gpumem_emu_gpu_t *gpu, uint32_t extent);
 void gpumem_emu_vram_unhold(gpumem_emu_gpu_t *gpu, uint32_t extent);
@@ -234,6 +260,13 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *gpu, size_t size,
                                   gpumem_driver_mem_t **mem_p);
 void gpumem_emu_mem_free(gpumem_driver_mem_t *mem);
 size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *gpu);
+/* Rebuilds the order of extents from the extents themselves and gives back
+ * what no process holds, after @a writer died changing them (state lock
+ * held) */
+void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer);
+/* Whether the state is consistent; what is not, in @a why (state lock
+ * held) */
+int gpumem_emu_vram_check(gpumem_emu_gpu_t *gpu, char *why, size_t max);
 
 
 /* emu_export.c: handles another process imports */

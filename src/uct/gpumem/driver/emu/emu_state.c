@@ -110,15 +110,30 @@ void gpumem_emu_state_sweep(gpumem_emu_gpu_t *gpu, int thorough)
     }
 }
 
+/* This process is the one changing the state from now on, once what a
+ * writer that died holding the lock left half-done is repaired (lock
+ * held) */
+static void gpumem_emu_state_begin_write(gpumem_emu_gpu_t *gpu)
+{
+    gpumem_emu_state_t *state = gpu->state;
+
+    if (state->writer != 0) {
+        gpumem_emu_vram_repair(gpu, state->writer);
+    }
+    state->writer = getpid();
+}
+
 void gpumem_emu_state_lock(gpumem_emu_gpu_t *gpu)
 {
     while ((flock(gpu->state_fd, LOCK_EX) != 0) && (errno == EINTR)) {
     }
+    gpumem_emu_state_begin_write(gpu);
     gpumem_emu_state_sweep(gpu, 0);
 }
 
 void gpumem_emu_state_unlock(gpumem_emu_gpu_t *gpu)
 {
+    gpu->state->writer = 0;
     flock(gpu->state_fd, LOCK_UN);
 }
 
@@ -460,7 +475,9 @@ ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu)
         goto err_close;
     }
 
-    /* With the VRAM open, what dead processes held can go back */
+    /* With the VRAM open, what a writer that died left half-done is
+     * repaired, and what dead processes held can go back */
+    gpumem_emu_state_begin_write(gpu);
     gpumem_emu_state_sweep(gpu, 1);
 
     window = mmap(NULL, gpu->vram_size, PROT_READ | PROT_WRITE,
@@ -484,6 +501,9 @@ ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu)
     return UCS_OK;
 
 err_close:
+    if ((gpu->state != NULL) && (gpu->state->writer == getpid())) {
+        gpu->state->writer = 0;
+    }
     gpumem_emu_state_unlink_unused(gpu);
     gpumem_emu_state_close(gpu);
     return status;

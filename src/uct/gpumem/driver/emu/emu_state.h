@@ -22,7 +22,7 @@
 
 
 #define GPUMEM_EMU_STATE_MAGIC    0x3174617473756d65ul /* "emustat1" */
-#define GPUMEM_EMU_STATE_VERSION  1
+#define GPUMEM_EMU_STATE_VERSION  2
 #define GPUMEM_EMU_PROCS_MAX      256    /* Processes attached to one GPU */
 #define GPUMEM_EMU_EXTENTS_MAX    16384  /* Allocations of one GPU */
 #define GPUMEM_EMU_HOLDER_WORDS   (GPUMEM_EMU_PROCS_MAX / 64)
@@ -58,6 +58,10 @@ struct gpumem_emu_state {
     uint64_t            magic;
     uint32_t            version;
     uint32_t            num_extents;  /* Extents in use, in order[] */
+    int32_t             writer;       /* The process changing it, under the
+                                         lock: set after its death, the next
+                                         locker repairs what it left */
+    uint32_t            reserved;
     uint64_t            vram_size;
     uint64_t            vram_dev;     /* The memfd's identity, checked when */
     uint64_t            vram_ino;     /* a newcomer opens it */

@@ -98,18 +98,21 @@ static ucs_status_t gpumem_emu_vram_place(gpumem_emu_gpu_t *gpu, size_t size,
         return UCS_ERR_NO_MEMORY;
     }
 
+    /* The extent first, its size last: a repair sees a slot whole or free */
+    extent             = &state->extents[slot];
+    extent->offset     = offset;
+    extent->page_size  = page_size;
+    extent->generation = state->next_generation++;
+    memset(extent->holders, 0, sizeof(extent->holders));
+    extent->size       = size;
+    gpumem_emu_test_point(GPUMEM_EMU_POINT_ALLOC_PLACED);
+
     memmove(&state->order[pos + 1], &state->order[pos],
             (state->num_extents - pos) * sizeof(state->order[0]));
     state->order[pos] = slot;
     ++state->num_extents;
-
-    extent             = &state->extents[slot];
-    extent->offset     = offset;
-    extent->size       = size;
-    extent->page_size  = page_size;
-    extent->generation = state->next_generation++;
-    memset(extent->holders, 0, sizeof(extent->holders));
-    *slot_p            = slot;
+    gpumem_emu_test_point(GPUMEM_EMU_POINT_ALLOC_LISTED);
+    *slot_p = slot;
     return UCS_OK;
 }
 
@@ -120,12 +123,15 @@ static void gpumem_emu_vram_remove(gpumem_emu_gpu_t *gpu, uint32_t slot)
     gpumem_emu_extent_t *extent = &state->extents[slot];
     unsigned pos;
 
-    for (pos = 0; state->order[pos] != slot; ++pos) {
-        ucs_assert(pos + 1 < state->num_extents);
+    for (pos = 0; (pos < state->num_extents) && (state->order[pos] != slot);
+         ++pos) {
     }
-    memmove(&state->order[pos], &state->order[pos + 1],
-            (state->num_extents - pos - 1) * sizeof(state->order[0]));
-    --state->num_extents;
+    if (pos < state->num_extents) {
+        memmove(&state->order[pos], &state->order[pos + 1],
+                (state->num_extents - pos - 1) * sizeof(state->order[0]));
+        --state->num_extents;
+    }
+    gpumem_emu_test_point(GPUMEM_EMU_POINT_FREE_UNLISTED);
 
     /* The memory goes back; a later allocation reads zeros there */
     if ((gpu->vram_fd >= 0) &&
@@ -136,10 +142,143 @@ static void gpumem_emu_vram_remove(gpumem_emu_gpu_t *gpu, uint32_t slot)
                  (unsigned long)extent->size, strerror(errno));
     }
 
+    gpumem_emu_test_point(GPUMEM_EMU_POINT_FREE_PUNCHED);
     gpumem_emu_gpu_debug(gpu, "freed VRAM extent %u at 0x%lx+%lu", slot,
                          (unsigned long)extent->offset,
                          (unsigned long)extent->size);
     memset(extent, 0, sizeof(*extent));
+}
+
+/* An extent's place, for the repair's sort */
+typedef struct gpumem_emu_vram_place_ref {
+    uint64_t offset;
+    uint32_t slot;
+} gpumem_emu_vram_place_ref_t;
+
+static int gpumem_emu_vram_place_compare(const void *a, const void *b)
+{
+    const gpumem_emu_vram_place_ref_t *x = a, *y = b;
+
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Whether an extent's fields describe pages of the VRAM */
+static int gpumem_emu_vram_extent_is_sane(const gpumem_emu_gpu_t *gpu,
+                                          const gpumem_emu_extent_t *extent)
+{
+    return ((extent->page_size == GPUMEM_EMU_PAGE_SIZE) ||
+            (extent->page_size == GPUMEM_EMU_LARGE_PAGE_SIZE)) &&
+           ((extent->size % extent->page_size) == 0) &&
+           ((extent->offset % extent->page_size) == 0) &&
+           (extent->offset <= gpu->vram_size) &&
+           (extent->size <= gpu->vram_size - extent->offset);
+}
+
+void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer)
+{
+    gpumem_emu_state_t *state = gpu->state;
+    gpumem_emu_vram_place_ref_t *refs;
+    unsigned i, count = 0, dropped = 0;
+    uint64_t end = 0;
+    uint32_t slot;
+
+    /* The extents are the truth: what a slot holds was written before its
+     * size, which a free clears last; the order is derived from them */
+    refs = ucs_malloc(GPUMEM_EMU_EXTENTS_MAX * sizeof(*refs),
+                      "gpumem_emu_repair");
+    if (refs == NULL) {
+        ucs_error("gpumem emu GPU %s: cannot allocate the repair of the "
+                  "state process %d left half-changed", gpu->name, writer);
+        return;
+    }
+
+    for (slot = 0; slot < GPUMEM_EMU_EXTENTS_MAX; ++slot) {
+        if (state->extents[slot].size == 0) {
+            continue;
+        }
+        if (!gpumem_emu_vram_extent_is_sane(gpu, &state->extents[slot])) {
+            memset(&state->extents[slot], 0, sizeof(state->extents[slot]));
+            ++dropped;
+            continue;
+        }
+        refs[count].offset = state->extents[slot].offset;
+        refs[count].slot   = slot;
+        ++count;
+    }
+    qsort(refs, count, sizeof(*refs), gpumem_emu_vram_place_compare);
+
+    state->num_extents = 0;
+    for (i = 0; i < count; ++i) {
+        slot = refs[i].slot;
+        if (refs[i].offset < end) {
+            /* Overlaps the one before: never allocated so; not memory */
+            memset(&state->extents[slot], 0, sizeof(state->extents[slot]));
+            ++dropped;
+            continue;
+        }
+        end                                 = refs[i].offset +
+                                              state->extents[slot].size;
+        state->order[state->num_extents++] = slot;
+    }
+    ucs_free(refs);
+
+    /* What no process holds was being placed or freed: it goes */
+    for (i = state->num_extents; i > 0; --i) {
+        slot = state->order[i - 1];
+        if (!gpumem_emu_extent_is_held(&state->extents[slot])) {
+            gpumem_emu_vram_remove(gpu, slot);
+            ++dropped;
+        }
+    }
+
+    ucs_diag("gpumem emu GPU %s: process %d died changing the shared state: "
+             "repaired, %u extents kept, %u dropped", gpu->name, writer,
+             state->num_extents, dropped);
+}
+
+int gpumem_emu_vram_check(gpumem_emu_gpu_t *gpu, char *why, size_t max)
+{
+    const gpumem_emu_state_t *state = gpu->state;
+    const gpumem_emu_extent_t *extent;
+    unsigned pos, used = 0, holder;
+    uint64_t end = 0;
+    uint32_t slot;
+
+    for (slot = 0; slot < GPUMEM_EMU_EXTENTS_MAX; ++slot) {
+        used += (state->extents[slot].size != 0);
+    }
+    if (used != state->num_extents) {
+        snprintf(why, max, "%u extents in use, %u in the order", used,
+                 state->num_extents);
+        return 0;
+    }
+
+    for (pos = 0; pos < state->num_extents; ++pos) {
+        slot   = state->order[pos];
+        extent = &state->extents[slot];
+        if ((slot >= GPUMEM_EMU_EXTENTS_MAX) || (extent->size == 0) ||
+            !gpumem_emu_vram_extent_is_sane(gpu, extent) ||
+            (extent->offset < end)) {
+            snprintf(why, max, "extent %u at position %u is free, out of "
+                     "order or out of the VRAM", slot, pos);
+            return 0;
+        }
+        end = extent->offset + extent->size;
+
+        if (!gpumem_emu_extent_is_held(extent)) {
+            snprintf(why, max, "extent %u is held by no process", slot);
+            return 0;
+        }
+        for (holder = 0; holder < GPUMEM_EMU_PROCS_MAX; ++holder) {
+            if (gpumem_emu_extent_held_by(extent, holder) &&
+                (state->procs[holder].pid == 0)) {
+                snprintf(why, max, "extent %u is held by process slot %u, "
+                         "which no process has", slot, holder);
+                return 0;
+            }
+        }
+    }
+    return 1;
 }
 
 /* A process lets go of an extent; the last one frees it (state lock held) */
@@ -312,6 +451,7 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *handle, size_t size,
     }
     if (status == UCS_OK) {
         gpumem_emu_vram_hold(gpu, slot);
+        gpumem_emu_test_point(GPUMEM_EMU_POINT_ALLOC_HELD);
     }
     gpumem_emu_state_unlock(gpu);
     if (status == UCS_ERR_EXCEEDS_LIMIT) {
