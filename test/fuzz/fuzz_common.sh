@@ -43,7 +43,8 @@ fuzz_build() {  # NAME SOURCE...
         -DHAVE_CONFIG_H -I"$TOP/src" -I"$TOP/include" -I"$BUILD" \
         $(makevar UCX_SRC_CPPFLAGS) $(makevar UCX_CFLAGS) \
         $(makevar HWLOC_CFLAGS) \
-        -o "$OUT/$name" "$HERE/$name.c" "$@" $(makevar UCX_LIBS) -lpthread
+        -o "$OUT/$name" "$HERE/$name.c" "$@" $(makevar UCX_LIBS) \
+        ${FUZZ_LIBS:-} -lpthread
     echo "fuzz: built $OUT/$name"
 }
 

@@ -482,3 +482,30 @@ TEST_F(topo_machine, two_devices_at_one_pci_address_are_refused) {
             << log.text();
     EXPECT_TRUE(m_topo == NULL);
 }
+
+/* hwloc itself crashes on some malformed exports (here an object with a
+ * cpuset and no complete_cpuset): the load refuses the file, and this
+ * process lives */
+TEST_F(topo_machine, xml_that_crashes_hwloc_is_refused) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    std::ifstream in(xml_path("hwloc-power8-minsky-4xP100-nvlink.xml"));
+    std::string xml((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+    std::string path = m_sysfs + "/crash.xml";
+    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.c_str(), NULL};
+    size_t pos = xml.find("os_index=\"105\"");
+
+    ASSERT_NE(std::string::npos, pos);
+    pos = xml.find("complete_cpuset=", pos);
+    ASSERT_NE(std::string::npos, pos);
+    xml.replace(pos, 16, "completX_cpuset=");
+    write_file(path, xml);
+
+    /* hwloc's own parser, whatever XML library is installed */
+    params.xml_path = path.c_str();
+    setenv("HWLOC_LIBXML_IMPORT", "0", 1);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_topo_load(&params, &m_topo));
+    unsetenv("HWLOC_LIBXML_IMPORT");
+    EXPECT_EQ(1u, log.count({"hwloc crashes", path})) << log.text();
+    EXPECT_TRUE(m_topo == NULL);
+}

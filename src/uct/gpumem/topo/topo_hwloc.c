@@ -18,7 +18,9 @@
 #include <ucs/sys/string.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 
@@ -61,6 +63,59 @@ static int gpumem_topo_xml_depth_ok(const char *doc, unsigned max)
     return 1;
 }
 
+/* The document in hwloc's hands (set, loaded): 0 if hwloc refuses it */
+static int gpumem_topo_hwloc_parse(hwloc_topology_t hwloc, const char *doc)
+{
+    hwloc_topology_set_io_types_filter(hwloc, HWLOC_TYPE_FILTER_KEEP_ALL);
+    return (hwloc_topology_set_xmlbuffer(hwloc, doc, strlen(doc) + 1) == 0) &&
+           (hwloc_topology_load(hwloc) == 0);
+}
+
+/*
+ * hwloc (2.9) crashes on some malformed documents, such as an object with
+ * a cpuset and no complete_cpuset: a child process parses a file it is
+ * given first, so that hwloc's crash is a refusal of the file and not this
+ * process's death. A refusal without a crash is left to the real parse,
+ * which says it.
+ */
+static ucs_status_t gpumem_topo_hwloc_try_in_child(const char *doc,
+                                                   const char *path)
+{
+    hwloc_topology_t hwloc;
+    int status = 0;
+    pid_t pid;
+
+    pid = fork();
+    if (pid < 0) {
+        /* No child to try in: the parse goes on in this process */
+        ucs_debug("gpumem: fork to try topology XML %s: %s", path,
+                  strerror(errno));
+        return UCS_OK;
+    }
+
+    if (pid == 0) {
+        /* A crash ends the child by its signal, whatever handler UCX or a
+         * sanitizer installed in the process */
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        _exit(((hwloc_topology_init(&hwloc) == 0) &&
+               gpumem_topo_hwloc_parse(hwloc, doc)) ? 0 : 1);
+    }
+
+    /* Reaped by another (a SIGCHLD handler of the application): unknown */
+    while ((waitpid(pid, &status, 0) < 0) && (errno == EINTR)) {
+    }
+    if (WIFSIGNALED(status)) {
+        ucs_error("gpumem: hwloc crashes (%s) on topology XML %s: not a "
+                  "machine's export", strsignal(WTERMSIG(status)), path);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
 /* The document hwloc is to parse: @a xml_buffer, or the file @a xml_path
  * read whole (allocated in @a read_p), both within the bounds */
 static ucs_status_t gpumem_topo_hwloc_document(const char *xml_path,
@@ -86,13 +141,25 @@ static ucs_status_t gpumem_topo_hwloc_document(const char *xml_path,
     if (!gpumem_topo_xml_depth_ok(xml_buffer, GPUMEM_TOPO_XML_MAX_DEPTH)) {
         ucs_error("gpumem: topology XML %s nests elements more than %d deep: "
                   "not a machine's export", name, GPUMEM_TOPO_XML_MAX_DEPTH);
-        ucs_free(*read_p);
-        *read_p = NULL;
-        return UCS_ERR_INVALID_PARAM;
+        status = UCS_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+
+    /* A file the user gave may be anything; a built-in document is not */
+    if (xml_path != NULL) {
+        status = gpumem_topo_hwloc_try_in_child(xml_buffer, xml_path);
+        if (status != UCS_OK) {
+            goto err_free;
+        }
     }
 
     *doc_p = xml_buffer;
     return UCS_OK;
+
+err_free:
+    ucs_free(*read_p);
+    *read_p = NULL;
+    return status;
 }
 
 ucs_status_t gpumem_topo_hwloc_open(const char *xml_path,
