@@ -432,3 +432,22 @@ TEST_F(topo_facts, apply_device_is_refused) {
               gpumem_topo_facts_apply(m_topo, "/dev/zero"));
     EXPECT_TRUE(logged("/dev/zero is a device"));
 }
+
+/* Two lines of one fact of one device that differ: the later is applied,
+ * and a warning names both */
+TEST_F(topo_facts, conflicting_lines_warn_naming_both_and_the_later_wins) {
+    gpumem_test::log_capture warnings(UCS_LOG_LEVEL_WARN);
+    const gpumem_topo_reach_t *gpu0 = &m_topo->devs[0].reach;
+
+    write_facts("bar 0000:34:00.0 34359738368\n"
+                "# the same again: no warning\n"
+                "bar 0000:34:00.0 34359738368\n"
+                "bar 0000:34:00.0 17179869184\n");
+    ASSERT_EQ(UCS_OK, gpumem_topo_facts_apply(m_topo, m_path.c_str()));
+    EXPECT_EQ(1u, warnings.count({m_path + ":1 and " + m_path + ":4",
+                                  "different bar facts of 0000:34:00.0",
+                                  "line 4 is applied"}))
+            << warnings.text();
+    EXPECT_EQ(1u, warnings.size()) << warnings.text();
+    EXPECT_EQ(17179869184ull, gpu0->bar_size.value);
+}

@@ -61,6 +61,7 @@ typedef struct gpumem_topo_facts_entry {
     uint64_t                 value;
     int                      has_group;
     int                      group;
+    unsigned                 lineno;    /* Where the file says it */
 } gpumem_topo_facts_entry_t;
 
 
@@ -254,6 +255,33 @@ static int gpumem_topo_facts_read_line(FILE *file, char *buf, size_t max)
 }
 
 /* Every entry of a facts file, or nothing with an error logged */
+/* A second line of the same fact of the same device that says otherwise:
+ * the later one is applied, and the two named */
+static void
+gpumem_topo_facts_warn_conflict(const char *path,
+                                const gpumem_topo_facts_entry_t *entries,
+                                unsigned num_entries,
+                                const gpumem_topo_facts_entry_t *entry)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+    unsigned i;
+
+    for (i = 0; i < num_entries; ++i) {
+        if ((entries[i].kind == entry->kind) &&
+            gpumem_pci_addr_equal(&entries[i].addr, &entry->addr) &&
+            ((entries[i].value != entry->value) ||
+             (entries[i].has_group != entry->has_group) ||
+             (entries[i].group != entry->group))) {
+            ucs_warn("%s:%u and %s:%u say different %s facts of %s: line %u "
+                     "is applied", path, entries[i].lineno, path,
+                     entry->lineno, gpumem_topo_facts_kinds[entry->kind].name,
+                     gpumem_pci_addr_str(&entry->addr, name, sizeof(name)),
+                     entry->lineno);
+            return;
+        }
+    }
+}
+
 static ucs_status_t
 gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
                        unsigned *num_entries_p)
@@ -318,6 +346,8 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
             }
             entries = grown;
         }
+        entry.lineno           = lineno;
+        gpumem_topo_facts_warn_conflict(path, entries, num_entries, &entry);
         entries[num_entries++] = entry;
     }
 
