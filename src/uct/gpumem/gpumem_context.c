@@ -30,7 +30,10 @@ const char *uct_gpumem_driver_names[] = {
     [UCT_GPUMEM_DRIVER_LAST] = NULL
 };
 
-static pthread_mutex_t uct_gpumem_context_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a fork while it is held (the topology tries a user's XML in a
+ * child) takes it again in the fork handlers */
+static pthread_mutex_t uct_gpumem_context_lock =
+        PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static uct_gpumem_context_t *uct_gpumem_context_instance = NULL;
 static pthread_once_t uct_gpumem_context_atfork_once = PTHREAD_ONCE_INIT;
 
@@ -57,7 +60,9 @@ static void uct_gpumem_context_atfork_parent(void)
 static void uct_gpumem_context_atfork_child(void)
 {
     uct_gpumem_context_instance = NULL;
-    pthread_mutex_unlock(&uct_gpumem_context_lock);
+    /* Anew, not unlocked: its owner was a thread of the parent */
+    uct_gpumem_context_lock =
+            (pthread_mutex_t)PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 }
 
 static void uct_gpumem_context_atfork_register(void)

@@ -34,7 +34,9 @@ typedef struct gpumem_api_alloc {
 KHASH_MAP_INIT_INT64(gpumem_api_allocs, gpumem_api_alloc_t)
 
 
-static pthread_mutex_t gpumem_api_lock        = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive, as the context's: a fork while it is held takes it again */
+static pthread_mutex_t gpumem_api_lock        =
+        PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static uct_gpumem_context_t *gpumem_api_open  = NULL; /* The calls' hold */
 static khash_t(gpumem_api_allocs) gpumem_api_allocs;   /* Under the lock */
 static ucs_memory_type_t gpumem_api_mem_type  = UCS_MEMORY_TYPE_CUDA;
@@ -67,7 +69,8 @@ static void gpumem_api_atfork_child(void)
 {
     gpumem_api_open = NULL;
     kh_clear(gpumem_api_allocs, &gpumem_api_allocs);
-    pthread_mutex_unlock(&gpumem_api_lock);
+    /* Anew, not unlocked: its owner was a thread of the parent */
+    gpumem_api_lock = (pthread_mutex_t)PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 }
 
 static void gpumem_api_atfork_register(void)
