@@ -39,9 +39,10 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
     m4_define([gpumem_component_h], [[#include <uct/base/uct_component.h>]])
 
     dnl Configuration parsers
+    m4_define([gpumem_parser_h], [[#include <ucs/config/parser.h>]])
     GPUMEM_UCX_PROBE_MEMBER([HAVE_UCS_CONFIG_PARSER_DOC],
-        [configuration parsers have a doc function],
-        [[#include <ucs/config/parser.h>]], [ucs_config_parser_t], [doc])
+        [configuration parsers have a doc function], gpumem_parser_h,
+        [ucs_config_parser_t], [doc])
 
     dnl Memory domain ops
     GPUMEM_UCX_PROBE_TYPE([HAVE_UCT_MD_QUERY_V2],
