@@ -71,7 +71,8 @@ bench_ratios() {
     local build=$1 out
     out=$(bash "$build/src-copy/bench/transfer_bench.sh" "$build/gpumem" \
               posix,gpumemcpy 2>&1) || { echo "bench failed"; return 1; }
-    echo "$out" | awk '/^tag_lat 8 B / { lat = $NF } /^tag_lat 8 B \(/ { cp = $NF }
+    echo "$out" | awk '/^tag_lat 8 B +[0-9]/ { lat = $NF }
+                       /^tag_lat 8 B \(/ { cp = $NF }
                        /^tag_bw/ { bw = $NF }
                        END { printf "tag_lat 8 B %s (%s against host by copy), " \
                                     "tag_bw 4 MiB %s", lat, cp, bw }'
