@@ -19,11 +19,64 @@
 #include <chrono>
 
 
-class emu_kill : public emu_test,
-                 public testing::WithParamInterface<std::string> {
+/* A keeper: memory of this process, its bytes and its handle, which the
+ * deaths of other processes must leave as they are */
+class emu_keeper_test : public emu_test {
 protected:
     static const size_t KEEP = 1ul << 20;
 
+    void hold_keeper(unsigned seed) {
+        uint8_t handle[GPUMEM_DRIVER_EXPORT_MAX];
+        size_t length;
+
+        m_pattern = gpumem_test::emu_pattern(KEEP, seed);
+        m_keeper  = alloc(0, KEEP);
+        m_va      = map(0, m_keeper);
+        ASSERT_EQ(UCS_OK, copy(0, m_va, 1, (uintptr_t)m_pattern.data(), 0,
+                               KEEP));
+        ASSERT_EQ(UCS_OK, ops()->mem_export(m_keeper, handle, &length));
+        m_keeper_handle.assign((const char*)handle, length);
+    }
+
+    /* After a death, the next locked operation repairs and sweeps: the
+     * state must be whole and hold the keeper's memory only; why not in
+     * @a why */
+    bool state_is_whole(std::string *why) {
+        gpumem_driver_mem_t *small = alloc(0, PAGE);
+        char text[256];
+
+        ops()->mem_free(small);
+        if (!gpumem_emu_state_is_consistent(m_driver, 0, text,
+                                            sizeof(text))) {
+            *why = text;
+            return false;
+        }
+        if (ops()->vram_free(gpu(0)) != VRAM_SIZE - KEEP) {
+            *why = "the dead process's memory was not given back";
+            return false;
+        }
+        return true;
+    }
+
+    void expect_keeper_intact_and_drop() {
+        std::vector<uint8_t> read(KEEP);
+
+        ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)read.data(), 0, m_va, 1, KEEP));
+        EXPECT_EQ(m_pattern, read) << "the keeper's bytes changed";
+        gpumem_test::emu_unmap(m_driver, 0, m_va, KEEP);
+        ops()->mem_free(m_keeper);
+    }
+
+    std::vector<uint8_t> m_pattern;
+    gpumem_driver_mem_t  *m_keeper = NULL;
+    uint64_t             m_va      = 0;
+    std::string          m_keeper_handle;
+};
+
+
+class emu_kill : public emu_keeper_test,
+                 public testing::WithParamInterface<std::string> {
+protected:
     /* In the child: its own memory, exported to the parent, then the step
      * of the parameter, at which it dies */
     int child(gpumem_test::channel &channel, const std::string &keeper) {
@@ -58,48 +111,25 @@ protected:
 
 
 TEST_P(emu_kill, at_each_step_the_state_stays_whole) {
-    std::vector<uint8_t> pattern = gpumem_test::emu_pattern(KEEP, 21);
-    std::vector<uint8_t> read(KEEP);
-    uint8_t handle[GPUMEM_DRIVER_EXPORT_MAX];
-    gpumem_driver_mem_t *keeper, *small, *imported;
     gpumem_test::channel channel;
-    std::string dead_handle;
-    size_t length;
-    uint64_t va;
+    gpumem_driver_mem_t *imported;
+    std::string dead_handle, why;
     pid_t pid;
-    char why[256];
 
-    /* The keeper: memory of this process, its bytes, its handle */
-    keeper = alloc(0, KEEP);
-    va     = map(0, keeper);
-    ASSERT_EQ(UCS_OK, copy(0, va, 1, (uintptr_t)pattern.data(), 0, KEEP));
-    ASSERT_EQ(UCS_OK, ops()->mem_export(keeper, handle, &length));
-
-    pid = fork_child([&]() {
-        return child(channel, std::string((const char*)handle, length));
-    });
+    ASSERT_NO_FATAL_FAILURE(hold_keeper(21));
+    pid = fork_child([&]() { return child(channel, m_keeper_handle); });
     channel.parent_side();
     dead_handle = channel.recv();
     ASSERT_EQ(128 + SIGKILL, wait_child(pid)) << "not killed at the step";
 
-    /* The next locked operation repairs and sweeps */
-    small = alloc(0, PAGE);
-    ops()->mem_free(small);
-    EXPECT_TRUE(gpumem_emu_state_is_consistent(m_driver, 0, why,
-                                               sizeof(why))) << why;
-    EXPECT_EQ(VRAM_SIZE - KEEP, ops()->vram_free(gpu(0)))
-            << "the dead process's memory was not given back";
-    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)read.data(), 0, va, 1, KEEP));
-    EXPECT_EQ(pattern, read) << "the keeper's bytes changed";
+    EXPECT_TRUE(state_is_whole(&why)) << why;
 
     /* Its handle maps nothing */
     ASSERT_FALSE(dead_handle.empty());
     EXPECT_NE(UCS_OK, ops()->mem_import(gpu(0), dead_handle.data(),
                                         dead_handle.size(), &imported));
     expect_log("refused a stale memory handle");
-
-    gpumem_test::emu_unmap(m_driver, 0, va, KEEP);
-    ops()->mem_free(keeper);
+    expect_keeper_intact_and_drop();
 }
 
 INSTANTIATE_TEST_SUITE_P(step, emu_kill,
@@ -116,10 +146,8 @@ INSTANTIATE_TEST_SUITE_P(step, emu_kill,
  * test/emu/kill_soak.sh runs it. Prints the kills and the invariant
  * failures.
  */
-class emu_kill_soak : public emu_test {
+class emu_kill_soak : public emu_keeper_test {
 protected:
-    static const size_t KEEP = 1ul << 20;
-
     /* A child's loop: whatever it does, its next step may be its last */
     int churn(const std::string &keeper) {
         std::vector<gpumem_driver_mem_t*> mems;
@@ -165,46 +193,28 @@ protected:
 TEST_F(emu_kill_soak, DISABLED_random_kills_leave_the_state_whole) {
     const char *env = getenv("GPUMEM_EMU_SOAK_SECONDS");
     const double seconds = (env != NULL) ? atof(env) : 10;
-    std::vector<uint8_t> pattern = gpumem_test::emu_pattern(KEEP, 33);
-    std::vector<uint8_t> read(KEEP);
-    uint8_t handle[GPUMEM_DRIVER_EXPORT_MAX];
-    gpumem_driver_mem_t *keeper, *small;
     unsigned kills = 0, failures = 0;
-    std::string keeper_handle;
     unsigned seed = 1;
-    size_t length;
-    uint64_t va;
-    char why[256];
+    std::string why;
 
-    keeper = alloc(0, KEEP);
-    va     = map(0, keeper);
-    ASSERT_EQ(UCS_OK, copy(0, va, 1, (uintptr_t)pattern.data(), 0, KEEP));
-    ASSERT_EQ(UCS_OK, ops()->mem_export(keeper, handle, &length));
-    keeper_handle.assign((const char*)handle, length);
-
+    ASSERT_NO_FATAL_FAILURE(hold_keeper(33));
     auto end = std::chrono::steady_clock::now() +
                std::chrono::milliseconds((long)(seconds * 1000));
     while (std::chrono::steady_clock::now() < end) {
-        pid_t pid = fork_child([&]() { return churn(keeper_handle); });
+        pid_t pid = fork_child([&]() { return churn(m_keeper_handle); });
 
         usleep(rand_r(&seed) % 20000);
         kill(pid, SIGKILL);
         EXPECT_EQ(128 + SIGKILL, wait_child(pid));
         ++kills;
 
-        small = alloc(0, PAGE);
-        ops()->mem_free(small);
-        if (!gpumem_emu_state_is_consistent(m_driver, 0, why, sizeof(why)) ||
-            (ops()->vram_free(gpu(0)) != VRAM_SIZE - KEEP)) {
+        if (!state_is_whole(&why)) {
             ADD_FAILURE() << "after kill " << kills << ": " << why;
             ++failures;
         }
     }
 
-    ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)read.data(), 0, va, 1, KEEP));
-    EXPECT_EQ(pattern, read) << "the keeper's bytes changed";
+    expect_keeper_intact_and_drop();
     printf("emu kill soak: %u kills in %.0f s, %u invariant failures\n",
            kills, seconds, failures);
-    gpumem_test::emu_unmap(m_driver, 0, va, KEEP);
-    ops()->mem_free(keeper);
 }

@@ -193,6 +193,18 @@ protected:
         return s;
     }
 
+    /* The machine's last NIC, a bus client, or NULL */
+    const gpumem_topo_dev_t *last_nic() const {
+        const gpumem_topo_dev_t *nic = NULL;
+
+        for (unsigned i = 0; i < m_topo->num_devs; ++i) {
+            if (m_topo->devs[i].type == GPUMEM_TOPO_DEV_NIC) {
+                nic = &m_topo->devs[i];
+            }
+        }
+        return nic;
+    }
+
     gpumem_region_t *alloc(unsigned i, gpumem_kind_t kind, size_t size,
                            unsigned flags = 0) {
         gpumem_region_t *region = NULL;

@@ -840,15 +840,10 @@ TEST_F(mem_core, peers_unconfirmed_flush_keeps_owners_memory_to_its_release) {
 
 TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
-    const gpumem_topo_dev_t *nic = NULL;
+    const gpumem_topo_dev_t *nic = last_nic();
     gpumem_bus_range_t *ranges;
     unsigned count;
 
-    for (unsigned i = 0; i < m_topo->num_devs; ++i) {
-        if (m_topo->devs[i].type == GPUMEM_TOPO_DEV_NIC) {
-            nic = &m_topo->devs[i];
-        }
-    }
     ASSERT_TRUE(nic != NULL);
 
     ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &ranges,
@@ -869,16 +864,11 @@ TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {
  * Asking again reserves nothing more." */
 TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
-    const gpumem_topo_dev_t *nic = NULL;
+    const gpumem_topo_dev_t *nic = last_nic();
     gpumem_bus_range_t *first, *again;
     unsigned count;
     size_t vram_free;
 
-    for (unsigned i = 0; i < m_topo->num_devs; ++i) {
-        if (m_topo->devs[i].type == GPUMEM_TOPO_DEV_NIC) {
-            nic = &m_topo->devs[i];
-        }
-    }
     ASSERT_TRUE(nic != NULL);
 
     ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &first,
