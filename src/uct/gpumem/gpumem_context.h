@@ -76,13 +76,7 @@ ucs_status_t uct_gpumem_context_choose_driver(
 static UCS_F_ALWAYS_INLINE int
 uct_gpumem_context_find_gpu(uct_gpumem_context_t *context, const void *addr)
 {
-    unsigned index;
-
-    if (!context->driver->ops->is_device_addr(context->driver, addr,
-                                              &index)) {
-        return -1;
-    }
-    return index;
+    return gpumem_device_addr_gpu(context->driver, addr);
 }
 
 END_C_DECLS

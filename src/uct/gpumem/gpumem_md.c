@@ -15,6 +15,7 @@
 #include "base/gpumem_config.h"
 
 #include <ucm/gpumem/ucm_gpumem.h>
+#include <uct/gpumem/mem/gpumem_nic.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -204,48 +205,28 @@ UCT_GPUMEM_MD_MEM_ALLOC_DEFINE(uct_gpumem_md_mem_alloc,
  * mapped, so a registration holds nothing */
 static char uct_gpumem_md_reg_handle;
 
-/* Whether an allocation of the application's holds the range */
-static int uct_gpumem_md_app_memory_holds(uct_gpumem_md_t *md,
-                                          const void *address, size_t length)
-{
-    gpumem_driver_t *driver = md->context->driver;
-    uintptr_t start         = (uintptr_t)address;
-    gpumem_driver_addr_attr_t attr;
-
-    return (driver->ops->addr_query != NULL) &&
-           (driver->ops->addr_query(driver, address, &attr) == UCS_OK) &&
-           (start >= attr.base) &&
-           (length <= attr.base + attr.size - start);
-}
-
 static ucs_status_t
 uct_gpumem_md_mem_reg_flags(uct_md_h uct_md, void *address, size_t length,
                             unsigned flags, uct_mem_h *memh_p)
 {
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
     uintptr_t start     = (uintptr_t)address;
-    gpumem_region_t *region;
-    int gpu;
+    uint64_t base;
+    size_t size;
+    int gpu, own;
 
     /* Device memory is registered only within one allocation: the core's,
      * or the application's own as the driver knows it */
     gpu = uct_gpumem_context_find_gpu(md->context, address);
-    if (gpu >= 0) {
-        region = gpumem_find_region(md->context->gpus[gpu], start);
-        if ((region == NULL) &&
-            uct_gpumem_md_app_memory_holds(md, address, length)) {
-            *memh_p = &uct_gpumem_md_reg_handle;
-            return UCS_OK;
-        }
-        if ((region == NULL) ||
-            (length > (gpumem_region_address(region) +
-                       gpumem_region_size(region) - start))) {
-            ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
-                    UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
-                    "gpumem: cannot register %zu bytes at %p: no allocation "
-                    "of GPU %d holds them", length, address, gpu);
-            return UCS_ERR_INVALID_ADDR;
-        }
+    if ((gpu >= 0) &&
+        ((gpumem_find_allocation(md->context->gpus[gpu], start, &base, &size,
+                                 &own) != UCS_OK) ||
+         (length > (base + size - start)))) {
+        ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
+                UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+                "gpumem: cannot register %zu bytes at %p: no allocation of "
+                "GPU %d holds them", length, address, gpu);
+        return UCS_ERR_INVALID_ADDR;
     }
 
     *memh_p = &uct_gpumem_md_reg_handle;
@@ -295,42 +276,14 @@ uct_gpumem_md_detect_memory_type(uct_md_h uct_md, const void *address,
     return UCS_OK;
 }
 
-/* A dma-buf of the VRAM under a region, where the driver exports one: the
- * caller owns the descriptor; the offset is that of @a address in it */
-static void uct_gpumem_md_dmabuf(uct_gpumem_md_t *md, gpumem_region_t *region,
-                                 uintptr_t address,
-                                 uct_gpumem_mem_attr_t *mem_attr)
-{
-    const gpumem_driver_ops_t *ops = md->context->driver->ops;
-    gpumem_driver_mem_t *vram;
-    size_t vram_offset, dmabuf_offset;
-    int fd;
-
-    if (gpumem_region_vram(region, &vram, &vram_offset) != UCS_OK) {
-        return;
-    }
-
-    if ((ops->dmabuf_export == NULL) ||
-        (ops->dmabuf_export(vram, &fd, &dmabuf_offset) != UCS_OK)) {
-        return;
-    }
-
-    mem_attr->dmabuf_fd     = fd;
-    mem_attr->dmabuf_offset = dmabuf_offset + vram_offset +
-                              (address - gpumem_region_address(region));
-}
-
 static ucs_status_t
 uct_gpumem_md_mem_query_attr(uct_md_h uct_md, const void *address,
                              size_t length, uct_gpumem_mem_attr_t *mem_attr)
 {
-    uct_gpumem_md_t *md           = ucs_derived_of(uct_md, uct_gpumem_md_t);
-    gpumem_driver_t *driver       = md->context->driver;
-    gpumem_driver_addr_attr_t attr;
-    gpumem_region_t *region;
-    uintptr_t base;
+    uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
+    uint64_t base, dmabuf_offset;
+    int gpu, own, fd;
     size_t size;
-    int gpu;
 
     gpu = uct_gpumem_context_find_gpu(md->context, address);
     if (gpu < 0) {
@@ -339,18 +292,11 @@ uct_gpumem_md_mem_query_attr(uct_md_h uct_md, const void *address,
 
     /* The core's own allocation, else the application's as the driver
      * knows it (cudaMalloc), else the range asked about */
-    region = gpumem_find_region(md->context->gpus[gpu],
-                                (uintptr_t)address);
-    if (region != NULL) {
-        base = gpumem_region_address(region);
-        size = gpumem_region_size(region);
-    } else if ((driver->ops->addr_query != NULL) &&
-               (driver->ops->addr_query(driver, address, &attr) == UCS_OK)) {
-        base = attr.base;
-        size = attr.size;
-    } else {
+    if (gpumem_find_allocation(md->context->gpus[gpu], (uintptr_t)address,
+                               &base, &size, &own) != UCS_OK) {
         base = (uintptr_t)address;
         size = length;
+        own  = 0;
     }
 
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
@@ -365,9 +311,13 @@ uct_gpumem_md_mem_query_attr(uct_md_h uct_md, const void *address,
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
         mem_attr->alloc_length = size;
     }
-    if ((mem_attr->field_mask & UCT_GPUMEM_MEM_ATTR_FIELD_DMABUF_FD) &&
-        (region != NULL)) {
-        uct_gpumem_md_dmabuf(md, region, (uintptr_t)address, mem_attr);
+    /* A dma-buf of the core's VRAM, where the driver exports one: the
+     * caller owns the descriptor */
+    if ((mem_attr->field_mask & UCT_GPUMEM_MEM_ATTR_FIELD_DMABUF_FD) && own &&
+        (gpumem_dmabuf(md->context->gpus[gpu], (uintptr_t)address, &fd,
+                       &dmabuf_offset) == UCS_OK)) {
+        mem_attr->dmabuf_fd     = fd;
+        mem_attr->dmabuf_offset = dmabuf_offset;
     }
     return UCS_OK;
 }

@@ -1,7 +1,8 @@
 /**
  * gpumem tests: device memory for an RDMA device without the device: which
- * way a registration takes (the driver's dma-buf or the GPU's BAR window),
- * what it is to register, and why it is refused, on emu GPUs.
+ * way a registration takes (the driver's dma-buf or the GPU's BAR window, as
+ * the memory core chooses: ../mem/test_mem_nic.cc), what it is to register,
+ * and why it is refused, on emu GPUs.
  *
  * See file LICENSE for terms.
  */
@@ -22,129 +23,6 @@ extern "C" {
 #include <vector>
 
 using gpumem_test::log_capture;
-
-
-/*
- * The choice alone: a pure function of the setting and the facts.
- */
-class ib_device_choice : public testing::Test {
-protected:
-    enum { MIB = 1 << 20 };
-
-    /* 4 KiB at @a vram_offset, a 16 MiB BAR, and the driver's export */
-    static uct_gpumem_ib_device_facts_t facts(ucs_status_t dmabuf,
-                                              uint64_t vram_offset) {
-        uct_gpumem_ib_device_facts_t f;
-
-        f.driver      = "emu";
-        f.dmabuf      = dmabuf;
-        f.vram_offset = vram_offset;
-        f.vram_size   = 4096;
-        f.bar_size    = 16 * MIB;
-        return f;
-    }
-
-    uct_gpumem_ib_device_way_t choose(uct_gpumem_ib_device_reg_t setting,
-                                      const uct_gpumem_ib_device_facts_t &f) {
-        char reason[512];
-        uct_gpumem_ib_device_way_t way;
-
-        way      = uct_gpumem_ib_device_choose(setting, &f, reason,
-                                               sizeof(reason));
-        m_reason = reason;
-        return way;
-    }
-
-    bool reason_has(const char *word) const {
-        return m_reason.find(word) != std::string::npos;
-    }
-
-    std::string m_reason;
-};
-
-
-TEST_F(ib_device_choice, auto_takes_the_dmabuf_wherever_the_memory_lies) {
-    for (uint64_t offset : {(uint64_t)0, (uint64_t)32 * MIB}) {
-        EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_DMABUF,
-                  choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
-                         facts(UCS_OK, offset)));
-        EXPECT_TRUE(reason_has("exports a dma-buf")) << m_reason;
-    }
-}
-
-TEST_F(ib_device_choice, auto_without_a_dmabuf_takes_the_bar_window) {
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
-                     facts(UCS_ERR_UNSUPPORTED, 16 * MIB - 4096)));
-    EXPECT_TRUE(reason_has("emu driver exports no dma-buf")) << m_reason;
-    EXPECT_TRUE(reason_has("within the GPU's BAR")) << m_reason;
-}
-
-TEST_F(ib_device_choice, auto_after_a_failed_export_takes_the_window) {
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
-                     facts(UCS_ERR_IO_ERROR, 0)));
-    EXPECT_TRUE(reason_has("dma-buf export failed")) << m_reason;
-    EXPECT_TRUE(reason_has(ucs_status_string(UCS_ERR_IO_ERROR))) << m_reason;
-}
-
-TEST_F(ib_device_choice, auto_without_either_names_both_reasons) {
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_AUTO,
-                     facts(UCS_ERR_UNSUPPORTED, 16 * MIB)));
-    EXPECT_TRUE(reason_has("exports no dma-buf")) << m_reason;
-    EXPECT_TRUE(reason_has("VRAM [0x1000000, +4096) lies outside the GPU's "
-                           "BAR, which reaches only the first 16777216 "
-                           "bytes")) << m_reason;
-}
-
-TEST_F(ib_device_choice, dmabuf_setting_never_takes_the_window) {
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_DMABUF,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_DMABUF, facts(UCS_OK, 0)));
-    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=dmabuf")) << m_reason;
-
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_DMABUF,
-                     facts(UCS_ERR_UNSUPPORTED, 0)));
-    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=dmabuf, but the emu "
-                           "driver exports no dma-buf")) << m_reason;
-}
-
-TEST_F(ib_device_choice, bar_setting_never_takes_the_dmabuf) {
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, facts(UCS_OK, 0)));
-    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=bar")) << m_reason;
-
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, facts(UCS_OK, 32 * MIB)));
-    EXPECT_TRUE(reason_has("UCX_GPUMEM_IB_DEVICE_MEM_REG=bar, but VRAM "
-                           "[0x2000000, +4096) lies outside the GPU's BAR"))
-            << m_reason;
-}
-
-/* The window maps the memory whole: one byte past the BAR is outside, and
- * no sum wraps */
-TEST_F(ib_device_choice, bar_bounds_are_whole_and_overflow_safe) {
-    uct_gpumem_ib_device_facts_t f = facts(UCS_ERR_UNSUPPORTED, 0);
-
-    f.vram_size = 16 * MIB;
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
-
-    f.vram_offset = 4096;
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
-
-    f.vram_offset = 4096;
-    f.vram_size   = SIZE_MAX;
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
-
-    f.vram_offset = UINT64_MAX;
-    f.vram_size   = 4096;
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_NONE,
-              choose(UCT_GPUMEM_IB_DEVICE_REG_BAR, f));
-}
 
 
 /*
@@ -207,19 +85,19 @@ protected:
 
     /* What GPU @a kind memory of 4 KiB, prepared with the driver's own
      * export or none, is registered through */
-    uct_gpumem_ib_device_way_t way(uct_gpumem_ib_device_reg_t setting,
+    gpumem_nic_way_t way(uct_gpumem_ib_device_reg_t setting,
                                    gpumem_kind_t kind, bool dmabuf) {
         std::unique_ptr<gpumem_test::driver_without_dmabuf> no_dmabuf;
-        uct_gpumem_ib_device_way_t way;
+        gpumem_nic_way_t way;
         void *device = alloc(kind, 4096);
 
         if (!dmabuf) {
             no_dmabuf.reset(new gpumem_test::driver_without_dmabuf(m_context));
         }
         if ((device == NULL) || (open(setting, device, 4096) != UCS_OK)) {
-            return UCT_GPUMEM_IB_DEVICE_WAY_NONE;
+            return GPUMEM_NIC_WAY_NONE;
         }
-        way = m_mem->way;
+        way = m_mem->nic_export.way;
         uct_gpumem_ib_device_mem_close(m_mem);
         return way;
     }
@@ -265,11 +143,11 @@ TEST_F(ib_device, bar_setting_registers_the_window_on_the_devices_bytes) {
     ASSERT_EQ(UCS_OK, open(UCT_GPUMEM_IB_DEVICE_REG_BAR, device + 1000,
                            4000));
     EXPECT_EQ(refcount + 1, m_context->refcount);
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR, m_mem->way);
-    EXPECT_EQ(-1, m_mem->dmabuf_fd);
+    EXPECT_EQ(GPUMEM_NIC_WAY_BAR, m_mem->nic_export.way);
+    EXPECT_EQ(-1, m_mem->nic_export.dmabuf_fd);
     ASSERT_EQ(GPUMEM_REG_MEMORY_HOST, m_memory.type);
     EXPECT_EQ(4000u, m_memory.host.length);
-    EXPECT_EQ((char*)m_mem->window + 1000, m_memory.host.address);
+    EXPECT_EQ((char*)m_mem->nic_export.window + 1000, m_memory.host.address);
     EXPECT_EQ(0, memcmp(m_memory.host.address, "in VRAM", 7));
 
     uct_gpumem_ib_device_mem_close(m_mem);
@@ -278,7 +156,7 @@ TEST_F(ib_device, bar_setting_registers_the_window_on_the_devices_bytes) {
 
 TEST_F(ib_device, auto_without_a_dmabuf_takes_the_bar_window) {
     ASSERT_NO_FATAL_FAILURE(open_gpus());
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+    EXPECT_EQ(GPUMEM_NIC_WAY_BAR,
               way(UCT_GPUMEM_IB_DEVICE_REG_AUTO, GPUMEM_KIND_GPU, false));
 }
 
@@ -298,16 +176,16 @@ TEST_F(ib_device, auto_takes_the_drivers_dmabuf_with_the_window_as_fallback) {
     ASSERT_TRUE(device != NULL);
     ASSERT_EQ(UCS_OK, open(UCT_GPUMEM_IB_DEVICE_REG_AUTO, device + 4096,
                            8192));
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_DMABUF, m_mem->way);
+    EXPECT_EQ(GPUMEM_NIC_WAY_DMABUF, m_mem->nic_export.way);
     ASSERT_EQ(GPUMEM_REG_MEMORY_DMABUF, m_memory.type);
     EXPECT_GE(m_memory.dmabuf.fd, 0);
     EXPECT_EQ(4096, m_memory.dmabuf.offset);
     EXPECT_EQ(8192, m_memory.dmabuf.bytes);
     EXPECT_EQ((uintptr_t)device + 4096, m_memory.dmabuf.iova);
-    EXPECT_EQ((char*)m_mem->window + 4096, m_memory.dmabuf.host_address);
+    EXPECT_EQ((char*)m_mem->nic_export.window + 4096, m_memory.dmabuf.host_address);
 
     uct_gpumem_ib_device_mem_registered(m_mem);
-    EXPECT_EQ(-1, m_mem->dmabuf_fd);
+    EXPECT_EQ(-1, m_mem->nic_export.dmabuf_fd);
     uct_gpumem_ib_device_mem_close(m_mem);
 }
 
@@ -349,7 +227,7 @@ TEST_F(ib_device, memory_outside_a_small_bar_without_dmabuf_is_refused) {
 /* BAR memory lies inside the small BAR, and takes the window */
 TEST_F(ib_device, bar_memory_inside_a_small_bar_takes_the_window) {
     ASSERT_NO_FATAL_FAILURE(open_gpus("16m"));
-    EXPECT_EQ(UCT_GPUMEM_IB_DEVICE_WAY_BAR,
+    EXPECT_EQ(GPUMEM_NIC_WAY_BAR,
               way(UCT_GPUMEM_IB_DEVICE_REG_AUTO, GPUMEM_KIND_BAR, false));
 }
 

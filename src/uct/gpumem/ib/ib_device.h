@@ -1,8 +1,8 @@
 /**
  * gpumem verbs: GPU memory as an RDMA device reaches it: through the
- * driver's dma-buf of its VRAM or through the GPU's BAR window, the choice
- * between the two, and what a registration holds of the memory while it
- * lives.
+ * driver's dma-buf of its VRAM or through the GPU's BAR window, as the
+ * memory core chooses (gpumem_nic_export), and what a registration holds of
+ * the memory while it lives.
  *
  * See file LICENSE for terms.
  */
@@ -11,6 +11,7 @@
 #define UCT_GPUMEM_IB_DEVICE_H_
 
 #include <uct/gpumem/gpumem_context.h>
+#include <uct/gpumem/mem/gpumem_nic.h>
 #include <uct/gpumem/reg/reg.h>
 
 BEGIN_C_DECLS
@@ -19,62 +20,14 @@ BEGIN_C_DECLS
  * How device memory is registered: the UCX_GPUMEM_IB_DEVICE_MEM_REG setting.
  */
 typedef enum uct_gpumem_ib_device_reg {
-    UCT_GPUMEM_IB_DEVICE_REG_AUTO,    /* A dma-buf where the driver exports
-                                         one, else the BAR window */
-    UCT_GPUMEM_IB_DEVICE_REG_DMABUF,  /* A dma-buf, or nothing */
-    UCT_GPUMEM_IB_DEVICE_REG_BAR,     /* The BAR window, or nothing */
+    UCT_GPUMEM_IB_DEVICE_REG_AUTO   = GPUMEM_NIC_ALLOW_ANY,
+    UCT_GPUMEM_IB_DEVICE_REG_DMABUF = GPUMEM_NIC_ALLOW_DMABUF,
+    UCT_GPUMEM_IB_DEVICE_REG_BAR    = GPUMEM_NIC_ALLOW_BAR,
     UCT_GPUMEM_IB_DEVICE_REG_LAST
 } uct_gpumem_ib_device_reg_t;
 
 /* "auto", "dmabuf", "bar", in the order above, for the configuration */
 extern const char *uct_gpumem_ib_device_reg_names[];
-
-
-/**
- * The way one registration of device memory takes.
- */
-typedef enum uct_gpumem_ib_device_way {
-    UCT_GPUMEM_IB_DEVICE_WAY_NONE,    /* Neither is open */
-    UCT_GPUMEM_IB_DEVICE_WAY_DMABUF,  /* The driver's dma-buf of the VRAM;
-                                         the BAR window where the device
-                                         refuses dma-bufs */
-    UCT_GPUMEM_IB_DEVICE_WAY_BAR      /* The host pages of the BAR window */
-} uct_gpumem_ib_device_way_t;
-
-
-/**
- * What the choice rests on.
- */
-typedef struct uct_gpumem_ib_device_facts {
-    const char   *driver;       /* The GPU driver's name, for reasons */
-    ucs_status_t dmabuf;        /* The driver's dma-buf export of the
-                                   memory: UCS_OK; UCS_ERR_UNSUPPORTED where
-                                   it has none; another error where it
-                                   failed. Not read for the bar setting,
-                                   which asks for none */
-    uint64_t     vram_offset;   /* The memory's first byte in VRAM */
-    size_t       vram_size;     /* Its bytes */
-    size_t       bar_size;      /* Bytes of VRAM the BAR reaches, from 0 */
-} uct_gpumem_ib_device_facts_t;
-
-
-/**
- * The way to register device memory, for a setting and the facts: the
- * dma-buf first where the setting allows it, then the BAR window where the
- * memory lies inside the BAR. No side effects.
- *
- * @param [in]  setting  UCX_GPUMEM_IB_DEVICE_MEM_REG.
- * @param [in]  facts    The driver's export and the BAR.
- * @param [out] reason   Why that way, or why none, for the log.
- * @param [in]  max      Bytes of @a reason.
- */
-uct_gpumem_ib_device_way_t
-uct_gpumem_ib_device_choose(uct_gpumem_ib_device_reg_t setting,
-                            const uct_gpumem_ib_device_facts_t *facts,
-                            char *reason, size_t max);
-
-/* "none", "dma-buf", "BAR window" */
-const char *uct_gpumem_ib_device_way_name(uct_gpumem_ib_device_way_t way);
 
 
 /**
@@ -84,12 +37,10 @@ const char *uct_gpumem_ib_device_way_name(uct_gpumem_ib_device_way_t way);
  */
 typedef struct uct_gpumem_ib_device_mem {
     uct_gpumem_context_t       *context;    /* Referenced */
-    gpumem_driver_mem_t        *vram;       /* The VRAM that holds it */
-    uct_gpumem_ib_device_way_t way;
-    int                        dmabuf_fd;   /* The exported dma-buf until the
-                                               registration is made, or -1 */
-    void                       *window;     /* BAR window on all of vram, or
-                                               NULL where it lies outside */
+    gpumem_nic_export_t        nic_export;  /* The dma-buf, until the
+                                               registration is made, and the
+                                               BAR window where the memory
+                                               lies within the BAR */
 } uct_gpumem_ib_device_mem_t;
 
 

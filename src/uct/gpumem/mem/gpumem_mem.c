@@ -19,6 +19,7 @@
 #endif
 
 #include "gpumem_mem_int.h"
+#include "gpumem_nic.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -49,16 +50,6 @@ static void gpumem_mem_global_unlock(void)
     pthread_mutex_unlock(&gpumem_mem_lock);
 }
 
-static void gpumem_gpu_lock(gpumem_gpu_t *gpu)
-{
-    pthread_mutex_lock(&gpu->lock);
-}
-
-static void gpumem_gpu_unlock(gpumem_gpu_t *gpu)
-{
-    pthread_mutex_unlock(&gpu->lock);
-}
-
 /* Drops a reference on the GPU object: the last frees it */
 static void gpumem_gpu_put(gpumem_gpu_t *gpu)
 {
@@ -72,12 +63,13 @@ static void gpumem_gpu_put(gpumem_gpu_t *gpu)
     gpumem_mem_global_unlock();
 
     if (refcount == 0) {
+        gpumem_mem_index_cleanup(gpu);
         pthread_mutex_destroy(&gpu->lock);
         ucs_free(gpu);
     }
 }
 
-static const char *gpumem_gpu_name(const gpumem_gpu_t *gpu, char *buf)
+const char *gpumem_gpu_name(const gpumem_gpu_t *gpu, char *buf)
 {
     return gpumem_pci_addr_str(&gpumem_gpu_reach(gpu)->addr, buf,
                                GPUMEM_TOPO_PCI_STR_MAX);
@@ -179,6 +171,7 @@ static ucs_status_t gpumem_region_create(gpumem_mapping_t *mapping,
 
     ++mapping->refcount;
     ucs_list_add_tail(&mapping->gpu->regions, &region->list);
+    ucs_list_add_tail(&mapping->regions, &region->in_mapping);
     *region_p = region;
     return UCS_OK;
 }
@@ -191,6 +184,9 @@ static void gpumem_region_forget(gpumem_region_t *region)
 
     kh_del(gpumem_region_set, &gpumem_live_regions, iter);
     ucs_list_del(&region->list);
+    if (region->mapping != NULL) {
+        ucs_list_del(&region->in_mapping);
+    }
 }
 
 /* Gives the memory's backing back to the driver, and the owner's addresses
@@ -293,6 +289,13 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
         return UCS_ERR_NO_MEMORY;
     }
 
+    if (gpumem_mem_index_init(gpu) != UCS_OK) {
+        ucs_error("gpumem: failed to create the address index of GPU %u",
+                  index);
+        ucs_free(gpu);
+        return UCS_ERR_NO_MEMORY;
+    }
+
     pthread_mutex_init(&gpu->lock, NULL);
     ucs_list_head_init(&gpu->outliving);
     gpu->refcount = 1;
@@ -301,7 +304,6 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
     gpu->dgpu     = driver->ops->gpu(driver, index);
     gpu->index    = index;
     ucs_list_head_init(&gpu->regions);
-    ucs_list_head_init(&gpu->mappings);
     ucs_list_head_init(&gpu->kept);
     ucs_list_head_init(&gpu->memories);
     ucs_list_head_init(&gpu->deferred);
@@ -390,6 +392,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         return UCS_ERR_NO_MEMORY;
     }
 
+    ucs_list_head_init(&mapping->regions);
     mapping->gpu      = gpu;
     mapping->memory   = memory;
     mapping->va_size  = memory->size;
@@ -399,7 +402,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
     if ((memory->type == GPUMEM_MEMORY_VRAM) && !mapping->va_owned) {
         /* The driver mapped it already, where it chose, for every GPU */
         mapping->va = memory->vram->fixed_va;
-        ucs_list_add_tail(&gpu->mappings, &mapping->list);
+        gpumem_mem_index_add(mapping);
         *mapping_p = mapping;
         return UCS_OK;
     } else if (mapping->va_owned) {
@@ -410,7 +413,8 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         }
     } else {
         /* The GPU reaches system memory at its host address */
-        mapping->va = (uintptr_t)memory->host;
+        mapping->va      = (uintptr_t)memory->host;
+        mapping->host_va = 1;
     }
 
     if (memory->type == GPUMEM_MEMORY_VRAM) {
@@ -426,7 +430,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         goto err_va;
     }
 
-    ucs_list_add_tail(&gpu->mappings, &mapping->list);
+    gpumem_mem_index_add(mapping);
     *mapping_p = mapping;
     return UCS_OK;
 
@@ -446,7 +450,11 @@ static void gpumem_mapping_destroy(gpumem_mapping_t *mapping)
     if (mapping->va_owned) {
         gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
     }
-    ucs_list_del(&mapping->list);
+    if (mapping->listed) {
+        gpumem_mem_index_del(mapping);
+    } else {
+        ucs_list_del(&mapping->list);
+    }
     ucs_free(mapping);
 }
 
@@ -863,7 +871,7 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     if (reserved) {
         /* Reserved for a bus client: nothing goes back, and no later
          * allocation takes the memory */
-        ucs_list_del(&mapping->list);
+        gpumem_mem_index_del(mapping);
         ucs_list_add_tail(&gpu->kept, &mapping->list);
         return;
     }
@@ -875,7 +883,7 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
         ucs_debug("gpumem: flush of %zu bytes at 0x%lx not confirmed: kept "
                   "until the GPU's release", mapping->va_size,
                   (unsigned long)mapping->va);
-        ucs_list_del(&mapping->list);
+        gpumem_mem_index_del(mapping);
         ucs_list_add_tail(&gpu->kept, &mapping->list);
         if (memory->owner != gpu) {
             gpumem_mem_global_lock();
@@ -906,7 +914,7 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
 
     /* A peer's memory may be gone now, given back by its owner */
     if (is_owner && (idle == NULL)) {
-        ucs_list_del(&mapping->list);
+        gpumem_mem_index_del(mapping);
         return;
     }
 
@@ -1007,7 +1015,10 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
     gpumem_mem_global_lock();
     gpu->released = 1;
     ucs_list_for_each(region, &gpu->regions, list) {
-        region->mapping = NULL;
+        if (region->mapping != NULL) {
+            ucs_list_del(&region->in_mapping);
+            region->mapping = NULL;
+        }
     }
     gpumem_mem_global_unlock();
 
@@ -1109,7 +1120,9 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                   gpumem_bus_range_t **ranges_p, unsigned *count_p)
 {
     char name[GPUMEM_TOPO_PCI_STR_MAX], client_name[GPUMEM_TOPO_PCI_STR_MAX];
+    char reason[GPUMEM_TOPO_REASON_MAX];
     gpumem_topo_verdict_t verdict;
+    gpumem_nic_facts_t facts;
     gpumem_bus_range_t *range;
     gpumem_memory_t *memory;
     int live;
@@ -1148,6 +1161,19 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                                  &verdict)) {
         ucs_error("gpumem: %s does not reach the memory of GPU %s by DMA: "
                   "%s", client_name, name, verdict.reason);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    /* The BAR, by the rule a NIC's registration takes it */
+    facts.driver      = gpu->ops->name;
+    facts.dmabuf      = UCS_ERR_UNSUPPORTED;
+    facts.vram_offset = memory->vram->phys;
+    facts.vram_size   = memory->size;
+    facts.bar_size    = gpu->ops->bar_size(gpu->dgpu);
+    if (gpumem_nic_choose(GPUMEM_NIC_ALLOW_BAR, "bus addresses", &facts,
+                          reason, sizeof(reason)) == GPUMEM_NIC_WAY_NONE) {
+        ucs_error("gpumem: %s does not reach the memory of GPU %s by DMA: "
+                  "%s", client_name, name, reason);
         return UCS_ERR_UNREACHABLE;
     }
 
@@ -1487,29 +1513,13 @@ ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
     return status;
 }
 
-static gpumem_region_t *
-gpumem_find_region_locked(gpumem_gpu_t *gpu, uint64_t address)
-{
-    gpumem_region_t *region, *found = NULL;
-
-    gpumem_mem_global_lock();
-    ucs_list_for_each(region, &gpu->regions, list) {
-        if ((address >= region->address) &&
-            (address - region->address < region->size)) {
-            found = region;
-            break;
-        }
-    }
-    gpumem_mem_global_unlock();
-    return found;
-}
-
+/* The GPU's regions and mappings change only under its lock */
 gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
 {
     gpumem_region_t *region;
 
     gpumem_gpu_lock(gpu);
-    region = gpumem_find_region_locked(gpu, address);
+    region = gpumem_mem_index_find_region(gpu, address);
     gpumem_gpu_unlock(gpu);
     return region;
 }
@@ -1521,7 +1531,7 @@ ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
     ucs_status_t status = UCS_ERR_NO_ELEM;
 
     gpumem_gpu_lock(gpu);
-    region = gpumem_find_region_locked(gpu, address);
+    region = gpumem_mem_index_find_region(gpu, address);
     if (region != NULL) {
         *base_p = region->address;
         *size_p = region->size;
@@ -1529,6 +1539,40 @@ ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
     }
     gpumem_gpu_unlock(gpu);
     return status;
+}
+
+ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
+                                    uint64_t *base_p, size_t *size_p,
+                                    int *own_p)
+{
+    gpumem_driver_addr_attr_t attr;
+
+    if (gpumem_find_range(gpu, address, base_p, size_p) == UCS_OK) {
+        *own_p = 1;
+        return UCS_OK;
+    }
+
+    if ((gpu->ops->addr_query == NULL) ||
+        (gpu->ops->addr_query(gpu->driver, (const void*)(uintptr_t)address,
+                              &attr) != UCS_OK) ||
+        (attr.gpu_index != gpu->index)) {
+        return UCS_ERR_NO_ELEM;
+    }
+
+    *base_p = attr.base;
+    *size_p = attr.size;
+    *own_p  = 0;
+    return UCS_OK;
+}
+
+int gpumem_device_addr_gpu(gpumem_driver_t *driver, const void *address)
+{
+    unsigned index;
+
+    if (!driver->ops->is_device_addr(driver, address, &index)) {
+        return -1;
+    }
+    return index;
 }
 
 uint64_t gpumem_region_address(const gpumem_region_t *region)

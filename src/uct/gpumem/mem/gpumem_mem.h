@@ -179,6 +179,22 @@ gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address);
 ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
                                uint64_t *base_p, size_t *size_p);
 
+/**
+ * The allocation that holds @a address, its first byte and size: a region
+ * of @a gpu (*own_p is 1), else memory the application allocated on the
+ * driver with its own calls (cudaMalloc; *own_p is 0). UCS_ERR_NO_ELEM if
+ * neither holds it.
+ */
+ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
+                                    uint64_t *base_p, size_t *size_p,
+                                    int *own_p);
+
+/**
+ * The index of the GPU of @a driver whose device addresses hold
+ * @a address, or -1 where it is no device address of the driver.
+ */
+int gpumem_device_addr_gpu(gpumem_driver_t *driver, const void *address);
+
 /* The GPU address of the region's first byte */
 uint64_t gpumem_region_address(const gpumem_region_t *region);
 size_t gpumem_region_size(const gpumem_region_t *region);

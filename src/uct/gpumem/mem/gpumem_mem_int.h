@@ -10,6 +10,7 @@
 #include "gpumem_mem.h"
 
 #include <ucs/datastruct/list.h>
+#include <ucs/datastruct/pgtable.h>
 #include <pthread.h>
 
 
@@ -57,13 +58,19 @@ typedef struct gpumem_memory {
  * it.
  */
 typedef struct gpumem_mapping {
+    ucs_pgt_region_t pgt_region; /* [va, va + va_size) in the GPU's index */
     gpumem_gpu_t    *gpu;
     gpumem_memory_t *memory;
     uint64_t        va;         /* Start of the reserved addresses */
     size_t          va_size;
     int             va_owned;   /* The addresses were reserved for it, not
                                    host ones (GPUMEM_DRIVER_FLAG_HOST_UVA) */
+    int             host_va;    /* System memory at its host address */
+    int             listed;     /* In the GPU's mappings (else kept, or
+                                   the owner's kept addresses) */
+    int             indexed;    /* In the GPU's index by address */
     unsigned        refcount;   /* Regions over it */
+    ucs_list_link_t regions;    /* Regions over it, in the order given */
     ucs_list_link_t list;       /* In the GPU's mappings or kept */
 } gpumem_mapping_t;
 
@@ -83,6 +90,8 @@ struct gpumem_region {
     void             *host;
     int              from_alloc; /* alloc gave it (bus() takes only these) */
     ucs_list_link_t  list;       /* In the GPU's regions */
+    ucs_list_link_t  in_mapping; /* In its mapping's regions, while it has
+                                    one */
 };
 
 
@@ -105,11 +114,43 @@ struct gpumem_gpu {
                                               live on, once destroyed */
     ucs_list_link_t           regions;     /* Regions out */
     ucs_list_link_t           mappings;    /* Mappings its tables hold */
+    ucs_pgtable_t             va_index;    /* Those at device addresses, by
+                                              address (gpumem_mem_index.c) */
+    unsigned                  unindexed;   /* Those that are not */
     ucs_list_link_t           kept;        /* Mappings kept: unconfirmed
                                               flush or bus reservation */
     ucs_list_link_t           memories;    /* Memory it owns */
     ucs_list_link_t           deferred;    /* Owned memory to give back at
                                               its next call */
 };
+
+
+/* One call at a time on the GPU's memory */
+static inline void gpumem_gpu_lock(gpumem_gpu_t *gpu)
+{
+    pthread_mutex_lock(&gpu->lock);
+}
+
+static inline void gpumem_gpu_unlock(gpumem_gpu_t *gpu)
+{
+    pthread_mutex_unlock(&gpu->lock);
+}
+
+/* The GPU's PCI address, for logs; @a buf holds GPUMEM_TOPO_PCI_STR_MAX */
+const char *gpumem_gpu_name(const gpumem_gpu_t *gpu, char *buf);
+
+/* The GPU's mappings by address (gpumem_mem_index.c): under its lock */
+ucs_status_t gpumem_mem_index_init(gpumem_gpu_t *gpu);
+void gpumem_mem_index_cleanup(gpumem_gpu_t *gpu);
+/* Into the GPU's mappings, and its index where it fits */
+void gpumem_mem_index_add(gpumem_mapping_t *mapping);
+/* Out of the GPU's mappings */
+void gpumem_mem_index_del(gpumem_mapping_t *mapping);
+gpumem_mapping_t *gpumem_mem_index_find(gpumem_gpu_t *gpu, uint64_t address);
+gpumem_region_t *gpumem_mem_index_find_region(gpumem_gpu_t *gpu,
+                                              uint64_t address);
+/* A mapping of the GPU's tables at any of the @a size bytes at @a va */
+gpumem_mapping_t *gpumem_mem_index_overlap(gpumem_gpu_t *gpu, uint64_t va,
+                                           size_t size);
 
 #endif
