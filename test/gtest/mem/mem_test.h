@@ -22,12 +22,14 @@ extern "C" {
 
 
 /*
- * Counts the page table writes the core asks of the real emu driver: its
- * operations, each table write counted, then done by the emu itself.
+ * Counts the page table writes the core asks of the real emu driver, and
+ * the device address reservations it holds: its operations, each counted,
+ * then done by the emu itself.
  */
 struct mem_table_spy {
     static const gpumem_driver_ops_t *real;
     static unsigned                  writes;
+    static int                       reservations; /* Held now */
     static unsigned                  last_flags; /* Of the last map */
     static gpumem_driver_ops_t       ops;
 
@@ -53,6 +55,20 @@ struct mem_table_spy {
         return real->pt_unmap(gpu, va, size);
     }
 
+    static ucs_status_t va_reserve(gpumem_driver_gpu_t *gpu, size_t size,
+                                   size_t align, uint64_t *va_p) {
+        ucs_status_t status = real->va_reserve(gpu, size, align, va_p);
+
+        reservations += (status == UCS_OK);
+        return status;
+    }
+
+    static void va_release(gpumem_driver_gpu_t *gpu, uint64_t va,
+                           size_t size) {
+        --reservations;
+        real->va_release(gpu, va, size);
+    }
+
     /* The driver's operations with the table writes counted */
     static void install(gpumem_driver_t *driver) {
         real             = driver->ops;
@@ -60,7 +76,10 @@ struct mem_table_spy {
         ops.pt_map_vram  = pt_map_vram;
         ops.pt_map_host  = pt_map_host;
         ops.pt_unmap     = pt_unmap;
+        ops.va_reserve   = va_reserve;
+        ops.va_release   = va_release;
         writes           = 0;
+        reservations     = 0;
         driver->ops      = &ops;
     }
 };
@@ -203,6 +222,13 @@ protected:
             }
         }
         return nic;
+    }
+
+    /* The bus address of a device of the machine, as gpumem_bus takes it */
+    static std::string bus_addr(const gpumem_topo_dev_t *dev) {
+        char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+        return gpumem_pci_addr_str(&dev->reach.addr, name, sizeof(name));
     }
 
     gpumem_region_t *alloc(unsigned i, gpumem_kind_t kind, size_t size,

@@ -18,6 +18,7 @@
 
 const gpumem_driver_ops_t *mem_table_spy::real = NULL;
 unsigned mem_table_spy::writes                  = 0;
+int mem_table_spy::reservations                 = 0;
 unsigned mem_table_spy::last_flags              = 0;
 gpumem_driver_ops_t mem_table_spy::ops;
 
@@ -101,7 +102,9 @@ TEST_F(mem_core, no_room_injected_gives_back_what_it_took) {
  * Seed: "alloc, map_host and map_peer each return Ok None if the machine's
  * system memory, the GPU's memory, its space or a page table has no room,
  * and freeing memory makes room. ... Each gives back what it took before it
- * returns None". Each resource through each call that takes it.
+ * returns None". Each resource through each call that takes it (map_peer
+ * maps at the addresses the region has, and takes none from the space:
+ * mem_core.map_peer_takes_no_addresses_from_a_full_space).
  */
 struct mem_no_room_case {
     const char            *name;
@@ -166,8 +169,6 @@ INSTANTIATE_TEST_SUITE_P(
                              GPUMEM_DRIVER_FAULT_NO_ADDRESSES, "map_host"},
             mem_no_room_case{"table_map_host",
                              GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM, "map_host"},
-            mem_no_room_case{"space_map_peer",
-                             GPUMEM_DRIVER_FAULT_NO_ADDRESSES, "map_peer"},
             mem_no_room_case{"table_map_peer",
                              GPUMEM_DRIVER_FAULT_NO_TABLE_ROOM, "map_peer"}),
         [](const testing::TestParamInfo<mem_no_room_case> &info) {
@@ -308,6 +309,87 @@ TEST_F(mem_core, map_peer_sees_the_owners_bytes) {
     EXPECT_EQ("peer wrote", read_dev(0, gpumem_region_address(owned), 10));
     gpumem_free(gpu(1), peer);
     gpumem_free(gpu(0), owned);
+}
+
+/* Seed: map_peer maps r for the GPU of m "at the address r has there": one
+ * address space per machine, for GPU memory, system memory and borrowed
+ * pages alike, and for a region map_peer gave */
+TEST_F(mem_core, map_peer_maps_at_the_address_the_region_has_there) {
+    std::vector<char> buffer(2 * 4096, 'h');
+    gpumem_region_t *owned[3], *peer[3], *again;
+
+    owned[0] = alloc(0, GPUMEM_KIND_GPU, 65536);
+    owned[1] = alloc(0, GPUMEM_KIND_HOST, 8192);
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), &buffer[100], 4000, &owned[2]));
+    write_dev(0, gpumem_region_address(owned[0]) + 4096, "owner's");
+
+    for (unsigned i = 0; i < 3; ++i) {
+        ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned[i], &peer[i]));
+        EXPECT_EQ(gpumem_region_address(owned[i]),
+                  gpumem_region_address(peer[i])) << "region " << i;
+        EXPECT_EQ(gpumem_region_size(owned[i]), gpumem_region_size(peer[i]));
+    }
+
+    /* The peer's engine reaches the owner's bytes there */
+    EXPECT_EQ("owner's",
+              read_dev(1, gpumem_region_address(peer[0]) + 4096, 7));
+    EXPECT_EQ("hhhh", read_dev(1, gpumem_region_address(peer[2]), 4));
+
+    /* A region map_peer gave maps its owner's region, at its address */
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(0), peer[0], &again));
+    EXPECT_EQ(gpumem_region_address(owned[0]), gpumem_region_address(again));
+    EXPECT_EQ("owner's", read_dev(0, gpumem_region_address(again) + 4096, 7));
+
+    gpumem_free(gpu(0), again);
+    for (unsigned i = 0; i < 3; ++i) {
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer[i]));
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned[i]));
+    }
+}
+
+/* One space per machine: map_peer maps at the region's addresses, so a
+ * space with no room does not stop it */
+TEST_F(mem_core, map_peer_takes_no_addresses_from_a_full_space) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_HOST, 4096);
+    gpumem_region_t *peer, *refused = NULL;
+
+    m_driver->ops->inject_fault(dgpu(1), GPUMEM_DRIVER_FAULT_NO_ADDRESSES);
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    EXPECT_EQ(gpumem_region_address(owned), gpumem_region_address(peer));
+
+    /* The space of GPU 1 has no room still: its own alloc is refused */
+    EXPECT_EQ(UCS_ERR_NO_MEMORY,
+              gpumem_alloc(gpu(1), GPUMEM_KIND_GPU, 4096, 0, &refused));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+}
+
+/* The peer holds the addresses it maps: after the owner's release, which
+ * gives back what the owner holds, the peer still reaches the memory there,
+ * and the addresses go with the peer's last free */
+TEST_F(mem_core, a_peer_holds_the_addresses_past_the_owners_release) {
+    gpumem_region_t *owned, *peer;
+    uint64_t address;
+
+    close_machine();
+    m_spy_tables = true;
+    ASSERT_NO_FATAL_FAILURE(open_machine(NULL));
+
+    owned   = alloc(0, GPUMEM_KIND_GPU, 65536);
+    address = gpumem_region_address(owned);
+    write_dev(0, address, "kept");
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    EXPECT_EQ(1, mem_table_spy::reservations) << "the peer took addresses";
+
+    gpumem_gpu_release(gpu(0));
+    EXPECT_EQ(1, mem_table_spy::reservations) << "the addresses went back "
+                                              << "while the peer maps them";
+    EXPECT_EQ("kept", read_dev(1, address, 4));
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(0, mem_table_spy::reservations);
+    EXPECT_EQ(0u, stats(1).mappings);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
 }
 
 TEST_F(mem_core, map_peer_shares_one_mapping) {
@@ -846,8 +928,8 @@ TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {
 
     ASSERT_TRUE(nic != NULL);
 
-    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &ranges,
-                                 &count));
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, m_topo,
+                                 bus_addr(nic).c_str(), &ranges, &count));
     ASSERT_EQ(1u, count);
     EXPECT_EQ(1u << 20, ranges[0].length);
     EXPECT_EQ(0u, ranges[0].address % 4096);
@@ -871,10 +953,10 @@ TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
 
     ASSERT_TRUE(nic != NULL);
 
-    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &first,
-                                 &count));
-    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, &nic->reach, &again,
-                                 &count));
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, m_topo,
+                                 bus_addr(nic).c_str(), &first, &count));
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, m_topo,
+                                 bus_addr(nic).c_str(), &again, &count));
     EXPECT_EQ(first[0].address, again[0].address);
     EXPECT_EQ(first[0].length, again[0].length);
     ucs_free(first);
@@ -891,22 +973,6 @@ TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
             << "the VRAM a bus client may write went back";
 }
 
-TEST_F(mem_core, bus_refuses_a_client_that_cannot_reach_the_memory) {
-    gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
-    gpumem_topo_reach_t client = m_topo->devs[m_topo->num_devs - 1].reach;
-    gpumem_bus_range_t *ranges;
-    unsigned count;
-
-    client.iommu.known = 1;
-    client.iommu.value = 1;
-    EXPECT_EQ(UCS_ERR_UNREACHABLE,
-              gpumem_bus(gpu(0), region, &client, &ranges, &count));
-
-    /* Nothing reserved: the free gives the memory back */
-    gpumem_free(gpu(0), region);
-    EXPECT_EQ(0u, stats(0).vram_bytes);
-}
-
 TEST_F(mem_core, bus_of_a_region_alloc_did_not_give_is_invalid) {
     std::vector<char> buffer(4096);
     gpumem_region_t *region;
@@ -915,7 +981,8 @@ TEST_F(mem_core, bus_of_a_region_alloc_did_not_give_is_invalid) {
 
     ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), &buffer[0], 4096, &region));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              gpumem_bus(gpu(0), region, gpumem_gpu_reach(gpu(1)), &ranges,
+              gpumem_bus(gpu(0), region, m_topo,
+                         bus_addr(&m_topo->devs[1]).c_str(), &ranges,
                          &count));
     gpumem_free(gpu(0), region);
 }

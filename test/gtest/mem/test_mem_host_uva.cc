@@ -8,6 +8,8 @@
 
 #include "mem_test.h"
 
+#include <common/log_capture.h>
+
 #include <set>
 
 
@@ -85,7 +87,10 @@ protected:
 
     static ucs_status_t pt_unmap(gpumem_driver_gpu_t *gpu, uint64_t va,
                                  size_t size) {
-        if (s_host_va.erase(va) > 0) {
+        std::multiset<uint64_t>::iterator it = s_host_va.find(va);
+
+        if (it != s_host_va.end()) {
+            s_host_va.erase(it);
             return UCS_OK;
         }
         return s_emu_ops->pt_unmap(gpu, va, size);
@@ -94,13 +99,13 @@ protected:
     static const gpumem_driver_ops_t *s_emu_ops;
     static gpumem_driver_ops_t       s_ops;
     static int                       s_reserved;
-    static std::set<uint64_t>        s_host_va;
+    static std::multiset<uint64_t>   s_host_va;
 };
 
 const gpumem_driver_ops_t *mem_core_host_uva::s_emu_ops = NULL;
 gpumem_driver_ops_t       mem_core_host_uva::s_ops;
 int                       mem_core_host_uva::s_reserved = 0;
-std::set<uint64_t>        mem_core_host_uva::s_host_va;
+std::multiset<uint64_t>   mem_core_host_uva::s_host_va;
 
 
 TEST_F(mem_core_host_uva, map_host_region_is_at_the_host_address) {
@@ -126,6 +131,34 @@ TEST_F(mem_core_host_uva, host_alloc_region_is_at_its_host_address) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }
 
+/* Seed: map_peer "raises Invalid_argument ... if m's GPU maps other memory
+ * at r's addresses": two map_host of one buffer are two memories at the same
+ * host addresses, and a GPU that maps one cannot map the other there */
+TEST_F(mem_core_host_uva, map_peer_where_the_gpu_maps_other_memory_is_invalid) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    std::vector<char> buffer(2 * 4096);
+    gpumem_region_t *first, *second, *peer, *refused = NULL;
+
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), &buffer[0], 4096, &first));
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), &buffer[0], 4096, &second));
+    ASSERT_EQ(gpumem_region_address(first), gpumem_region_address(second));
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), first, &peer));
+    EXPECT_EQ(gpumem_region_address(first), gpumem_region_address(peer));
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_map_peer(gpu(1), second, &refused));
+    EXPECT_TRUE(refused == NULL);
+    log.expect("maps other memory at its addresses");
+    EXPECT_EQ(1u, stats(1).regions);
+    EXPECT_EQ(1u, stats(1).mappings);
+
+    /* Nothing was taken: the owner's frees give everything back */
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), second));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), first));
+    EXPECT_EQ(0u, stats(0).memories) << "a peer hold was left";
+}
+
 TEST_F(mem_core_host_uva, gpu_memory_still_takes_device_addresses) {
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
 
@@ -144,8 +177,8 @@ TEST_F(mem_core_host_uva, no_bus_addresses_without_physical_placement) {
     ASSERT_TRUE(region != NULL);
     ASSERT_GT(m_topo->num_nics, 0u);
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              gpumem_bus(gpu(0), region,
-                         &m_topo->devs[m_topo->num_gpus].reach, &ranges,
-                         &count));
+              gpumem_bus(gpu(0), region, m_topo,
+                         bus_addr(&m_topo->devs[m_topo->num_gpus]).c_str(),
+                         &ranges, &count));
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }

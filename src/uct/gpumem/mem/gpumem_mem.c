@@ -405,12 +405,19 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         gpumem_mem_index_add(mapping);
         *mapping_p = mapping;
         return UCS_OK;
+    } else if (mapping->va_owned && (memory->owner_va != 0)) {
+        /* One address space per machine: another GPU maps the memory at the
+         * addresses it has for its owner, which the owner holds */
+        ucs_assert(memory->owner != gpu);
+        mapping->va       = memory->owner_va;
+        mapping->va_owned = 0;
     } else if (mapping->va_owned) {
         status = gpu->ops->va_reserve(gpu->dgpu, mapping->va_size, align,
                                       &mapping->va);
         if (status != UCS_OK) {
             goto err_free;
         }
+        memory->owner_va = mapping->va;
     } else {
         /* The GPU reaches system memory at its host address */
         mapping->va      = (uintptr_t)memory->host;
@@ -437,6 +444,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
 err_va:
     if (mapping->va_owned) {
         gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+        memory->owner_va = 0;
     }
 err_free:
     ucs_free(mapping);
@@ -658,6 +666,18 @@ static gpumem_mapping_t *gpumem_gpu_find_mapping(gpumem_gpu_t *gpu,
     return NULL;
 }
 
+/* The addresses of @a memory in the machine's one space: where the driver
+ * mapped it, where its owner reserved them, or its host address */
+static uint64_t gpumem_memory_va(const gpumem_memory_t *memory)
+{
+    if ((memory->vram != NULL) && (memory->vram->fixed_va != 0)) {
+        return memory->vram->fixed_va;
+    } else if (memory->owner_va != 0) {
+        return memory->owner_va;
+    }
+    return (uintptr_t)memory->host;
+}
+
 /* Whether @a gpu may map @a memory of another GPU: one machine and one
  * address space, and for GPU memory, reaches() */
 static ucs_status_t gpumem_map_peer_check(gpumem_gpu_t *gpu,
@@ -791,6 +811,16 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     source_id = region->source_id;
 
     mapping = gpumem_gpu_find_mapping(gpu, memory);
+    if ((mapping == NULL) &&
+        (gpumem_mem_index_overlap(gpu, gpumem_memory_va(memory),
+                                  memory->size) != NULL)) {
+        gpumem_mem_global_unlock();
+        ucs_error("gpumem: map_peer of region %p on GPU %s: the GPU maps "
+                  "other memory at its addresses 0x%lx+%zu", region,
+                  gpumem_gpu_name(gpu, owner_name),
+                  (unsigned long)gpumem_memory_va(memory), memory->size);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (mapping == NULL) {
         ++memory->peers; /* Held from before the tables point there */
     }
@@ -973,6 +1003,7 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
 {
     gpumem_memory_t *memory = mapping->memory;
     gpumem_memory_t *idle   = NULL;
+    int keep_va             = 0;
 
     /* This GPU's pin of another GPU's system memory, as its free would,
      * before its hold on the memory goes */
@@ -983,10 +1014,26 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
     gpumem_mem_global_lock();
     if (memory->owner == gpu) {
         memory->owner_done = 1;
+        keep_va            = mapping->va_owned && (memory->peers > 0) &&
+                             (memory->owner_mapping == NULL);
+        if (keep_va) {
+            /* Other GPUs map it at these addresses: their holds keep them
+             * until the memory goes */
+            memory->owner_mapping = mapping;
+        }
     } else {
         idle = gpumem_memory_drop_peer(memory);
     }
     gpumem_mem_global_unlock();
+
+    if (keep_va) {
+        if (mapping->listed) {
+            gpumem_mem_index_del(mapping);
+        } else {
+            ucs_list_del(&mapping->list);
+        }
+        return;
+    }
 
     gpumem_mapping_destroy(mapping);
     if (idle != NULL) {
@@ -1114,13 +1161,42 @@ void gpumem_gpu_destroy(gpumem_gpu_t *gpu)
     gpumem_gpu_put(gpu);
 }
 
+/* The function at bus address @a client_addr of the machine @a topo
+ * describes, or NULL, logged, naming it */
+static const gpumem_topo_reach_t *
+gpumem_bus_client(gpumem_gpu_t *gpu, const gpumem_topo_t *topo,
+                  const char *client_addr)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+    const gpumem_topo_dev_t *dev;
+    gpumem_pci_addr_t addr;
+
+    gpumem_gpu_name(gpu, name);
+    if (gpumem_pci_addr_parse(client_addr, &addr) != UCS_OK) {
+        ucs_error("gpumem: bus addresses of GPU %s's memory for '%s': it is "
+                  "not a bus address (domain:bus:device.function)", name,
+                  client_addr);
+        return NULL;
+    }
+
+    dev = gpumem_topo_find(topo, &addr);
+    if (dev == NULL) {
+        ucs_error("gpumem: bus addresses of GPU %s's memory for %s: it names "
+                  "no function of machine '%s' (its GPUs and NICs)", name,
+                  client_addr, gpumem_gpu_reach(gpu)->machine);
+        return NULL;
+    }
+    return &dev->reach;
+}
+
 static ucs_status_t
 gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
-                  const gpumem_topo_reach_t *client,
+                  const gpumem_topo_t *topo, const char *client_addr,
                   gpumem_bus_range_t **ranges_p, unsigned *count_p)
 {
     char name[GPUMEM_TOPO_PCI_STR_MAX], client_name[GPUMEM_TOPO_PCI_STR_MAX];
     char reason[GPUMEM_TOPO_REASON_MAX];
+    const gpumem_topo_reach_t *client;
     gpumem_topo_verdict_t verdict;
     gpumem_nic_facts_t facts;
     gpumem_bus_range_t *range;
@@ -1136,6 +1212,11 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                   "gave GPU %s, or the GPU was released", region,
                   gpumem_gpu_name(gpu, name));
         return UCS_ERR_INVALID_PARAM;
+    }
+
+    client = gpumem_bus_client(gpu, topo, client_addr);
+    if (client == NULL) {
+        return UCS_ERR_NO_DEVICE;
     }
 
     gpumem_gpu_name(gpu, name);
@@ -1198,13 +1279,20 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
 }
 
 ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
-                        const gpumem_topo_reach_t *client,
+                        const gpumem_topo_t *topo, const char *client,
                         gpumem_bus_range_t **ranges_p, unsigned *count_p)
 {
     ucs_status_t status;
 
+    if ((topo == NULL) || (client == NULL) || (ranges_p == NULL) ||
+        (count_p == NULL)) {
+        ucs_error("gpumem: bus with a NULL topology, client or output "
+                  "pointer");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     gpumem_gpu_lock(gpu);
-    status = gpumem_bus_locked(gpu, region, client, ranges_p, count_p);
+    status = gpumem_bus_locked(gpu, region, topo, client, ranges_p, count_p);
     gpumem_gpu_unlock(gpu);
     return status;
 }

@@ -123,13 +123,20 @@ ucs_status_t gpumem_map_peer(gpumem_gpu_t *gpu, gpumem_region_t *region,
 ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region);
 
 /**
- * Where the PCI function @a client reaches the region's memory by DMA; from
- * then on, until the process exits, the memory and the GPU are reserved for
- * it: a free gives nothing back, a release keeps the function taken.
- * @a ranges_p is allocated (ucs_free it).
+ * Where the PCI function at bus address @a client ("0000:3b:00.0"), a
+ * function of the machine @a topo describes, reaches the region's memory by
+ * DMA; from then on, until the process exits, the memory and the GPU are
+ * reserved for it: a free gives nothing back, a release keeps the function
+ * taken. @a ranges_p is allocated (ucs_free it).
+ *
+ * @return UCS_ERR_NO_DEVICE where @a client is not a bus address or names
+ *         no function of the machine; UCS_ERR_UNREACHABLE where it does not
+ *         reach the memory; UCS_ERR_UNSUPPORTED where the driver does not
+ *         know where the memory lies; UCS_ERR_INVALID_PARAM for a region
+ *         alloc did not give the GPU, or a released GPU. Each logged.
  */
 ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
-                        const gpumem_topo_reach_t *client,
+                        const gpumem_topo_t *topo, const char *client,
                         gpumem_bus_range_t **ranges_p, unsigned *count_p);
 
 #define GPUMEM_EXPORT_MAX  (GPUMEM_DRIVER_EXPORT_MAX + 16)

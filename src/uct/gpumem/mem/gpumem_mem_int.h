@@ -43,6 +43,9 @@ typedef struct gpumem_memory {
                                          flush was not confirmed): back only
                                          at the owner's release */
     int                  reserved;    /* Reserved for a bus client */
+    uint64_t             owner_va;    /* The addresses the owner reserved
+                                         for it, at which other GPUs map it
+                                         too (one space per machine), or 0 */
     struct gpumem_mapping *owner_mapping; /* The owner's mapping, its tables
                                          cleared, whose addresses stay with
                                          the memory while peers map it after

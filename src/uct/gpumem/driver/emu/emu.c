@@ -178,14 +178,16 @@ static void gpumem_emu_gpu_cleanup(gpumem_emu_gpu_t *gpu)
     gpumem_emu_va_cleanup(gpu);
     gpumem_emu_vram_cleanup(gpu);
     gpumem_emu_state_detach(gpu);
+    pthread_mutex_destroy(&gpu->va_lock);
     pthread_mutex_destroy(&gpu->lock);
 }
 
-static ucs_status_t gpumem_emu_gpu_init(gpumem_emu_gpu_t *gpu, size_t va_size)
+static ucs_status_t gpumem_emu_gpu_init(gpumem_emu_gpu_t *gpu)
 {
     ucs_status_t status;
 
     pthread_mutex_init(&gpu->lock, NULL);
+    pthread_mutex_init(&gpu->va_lock, NULL);
     ucs_list_head_init(&gpu->mems);
     gpu->state_fd = -1;
     gpu->vram_fd  = -1;
@@ -195,11 +197,6 @@ static ucs_status_t gpumem_emu_gpu_init(gpumem_emu_gpu_t *gpu, size_t va_size)
     if (gpu->holds == NULL) {
         gpumem_emu_gpu_error(gpu, "cannot allocate its holds");
         status = UCS_ERR_NO_MEMORY;
-        goto err;
-    }
-
-    status = gpumem_emu_va_init(gpu, va_size);
-    if (status != UCS_OK) {
         goto err;
     }
 
@@ -222,6 +219,7 @@ static void gpumem_emu_driver_free(gpumem_emu_driver_t *driver,
     for (i = 0; i < num_init; ++i) {
         gpumem_emu_gpu_cleanup(&driver->gpus[i]);
     }
+    gpumem_emu_space_cleanup(driver);
     gpumem_emu_host_cleanup(driver);
     pthread_mutex_destroy(&driver->host_lock);
     ucs_free(driver->gpus);
@@ -342,11 +340,17 @@ ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
                                 GPUMEM_EMU_LARGE_PAGE_SIZE);
 
     for (i = 0; i < driver->num_gpus; ++i) {
-        status = gpumem_emu_gpu_init(&driver->gpus[i], va_size);
+        status = gpumem_emu_gpu_init(&driver->gpus[i]);
         if (status != UCS_OK) {
             gpumem_emu_driver_free(driver, i);
             return status;
         }
+    }
+
+    status = gpumem_emu_space_init(driver, va_size);
+    if (status != UCS_OK) {
+        gpumem_emu_driver_free(driver, driver->num_gpus);
+        return status;
     }
 
     ucs_debug("gpumem emu: %u GPUs of machine '%s'", driver->num_gpus,

@@ -120,15 +120,19 @@ typedef struct gpumem_emu_gpu {
     uint32_t              *holds;       /* Count per extent slot */
     ucs_list_link_t       mems;         /* Live gpumem_emu_mem_t */
 
-    /* Device addresses and page tables: emu_va.c */
-    void                  *va_map;      /* The PROT_NONE reservation */
-    size_t                va_map_size;
-    uint64_t              va_base;      /* 2 MiB aligned, inside va_map */
+    /* Device addresses and page tables: emu_va.c. The GPU reserves in its
+     * own part of the machine's space, and its tables map any address of
+     * the space */
+    pthread_mutex_t       va_lock;      /* Its reservations: taken alone or
+                                           inside a GPU's lock, never around
+                                           another lock */
+    uint64_t              va_base;      /* Its part of the space, 2 MiB
+                                           aligned */
     size_t                va_size;
     gpumem_emu_va_range_t *ranges;      /* Reserved, by address */
     unsigned              num_ranges;
     unsigned              max_ranges;
-    gpumem_emu_pde_t      **dirs;       /* Per GiB of addresses: its 2 MiB
+    gpumem_emu_pde_t      **dirs;       /* Per GiB of the space: its 2 MiB
                                            entries, or NULL if none mapped */
     size_t                num_dirs;
 } gpumem_emu_gpu_t;
@@ -155,6 +159,13 @@ struct gpumem_emu_driver {
     uint64_t           machine_hash;  /* Of reach.machine: names the files */
     unsigned           num_gpus;
     gpumem_emu_gpu_t   *gpus;
+
+    /* The machine's device addresses, one space for all its GPUs, as
+     * unified addressing has it: emu_va.c */
+    void               *space_map;    /* The PROT_NONE reservation */
+    size_t             space_map_size;
+    uint64_t           space_base;    /* 2 MiB aligned, inside space_map */
+    size_t             space_size;
 
     pthread_mutex_t    host_lock;
     gpumem_emu_host_t  *host;         /* Pins and system memory */
@@ -278,7 +289,11 @@ ucs_status_t gpumem_emu_mem_import(gpumem_driver_gpu_t *gpu, const void *buf,
 
 
 /* emu_va.c: device addresses and page tables */
-ucs_status_t gpumem_emu_va_init(gpumem_emu_gpu_t *gpu, size_t va_size);
+/* The machine's space, @a va_size bytes of it per GPU (less where the
+ * process cannot reserve that much), and each GPU's part of it */
+ucs_status_t gpumem_emu_space_init(gpumem_emu_driver_t *driver,
+                                   size_t va_size);
+void gpumem_emu_space_cleanup(gpumem_emu_driver_t *driver);
 void gpumem_emu_va_cleanup(gpumem_emu_gpu_t *gpu);
 void gpumem_emu_pt_clear(gpumem_emu_gpu_t *gpu);
 ucs_status_t gpumem_emu_pt_translate(gpumem_emu_gpu_t *gpu, uint64_t va,

@@ -26,49 +26,73 @@
 #include <string.h>
 
 
-ucs_status_t gpumem_emu_va_init(gpumem_emu_gpu_t *gpu, size_t va_size)
+ucs_status_t gpumem_emu_space_init(gpumem_emu_driver_t *driver,
+                                   size_t va_size)
 {
-    size_t map_size;
+    size_t space_size, map_size, min_size;
+    gpumem_emu_gpu_t *gpu;
+    unsigned i;
     void *map;
 
     /* Where address space is bounded (valgrind), take what there is, but
-     * room for the GPU's own VRAM twice at least */
+     * room for each GPU's own VRAM twice at least */
+    min_size = GPUMEM_EMU_DIR_SIZE;
+    for (i = 0; i < driver->num_gpus; ++i) {
+        min_size = ucs_max(min_size, 2 * driver->gpus[i].vram_size);
+    }
     va_size = ucs_align_up_pow2(va_size, GPUMEM_EMU_DIR_SIZE);
     for (;;) {
-        map_size = va_size + GPUMEM_EMU_LARGE_PAGE_SIZE;
-        map      = mmap(NULL, map_size, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        space_size = va_size * driver->num_gpus;
+        map_size   = space_size + GPUMEM_EMU_LARGE_PAGE_SIZE;
+        map        = mmap(NULL, map_size, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (map != MAP_FAILED) {
             break;
         }
-        if (((va_size / 2) < (2 * gpu->vram_size)) ||
-            ((va_size / 2) < GPUMEM_EMU_DIR_SIZE)) {
-            gpumem_emu_gpu_error(gpu, "cannot reserve %zu bytes of device "
-                                 "addresses: %s", va_size, strerror(errno));
+        if ((va_size / 2) < min_size) {
+            ucs_error("gpumem emu: cannot reserve %zu bytes of device "
+                      "addresses for %u GPUs: %s", space_size,
+                      driver->num_gpus, strerror(errno));
             return UCS_ERR_NO_MEMORY;
         }
         va_size /= 2;
     }
 
-    gpu->num_dirs = va_size / GPUMEM_EMU_DIR_SIZE;
-    gpu->dirs     = ucs_calloc(gpu->num_dirs, sizeof(*gpu->dirs),
-                               "gpumem_emu_dirs");
-    if (gpu->dirs == NULL) {
-        gpumem_emu_gpu_error(gpu, "cannot allocate the page directory of "
-                             "%zu bytes of device addresses", va_size);
-        munmap(map, map_size);
-        return UCS_ERR_NO_MEMORY;
-    }
+    driver->space_map      = map;
+    driver->space_map_size = map_size;
+    driver->space_base     = ucs_align_up_pow2((uintptr_t)map,
+                                               GPUMEM_EMU_LARGE_PAGE_SIZE);
+    driver->space_size     = space_size;
 
-    gpu->va_map      = map;
-    gpu->va_map_size = map_size;
-    gpu->va_base     = ucs_align_up_pow2((uintptr_t)map,
-                                         GPUMEM_EMU_LARGE_PAGE_SIZE);
-    gpu->va_size     = va_size;
-    gpumem_emu_gpu_debug(gpu, "device addresses 0x%lx..0x%lx",
-                         (unsigned long)gpu->va_base,
-                         (unsigned long)(gpu->va_base + va_size));
+    for (i = 0; i < driver->num_gpus; ++i) {
+        gpu           = &driver->gpus[i];
+        gpu->num_dirs = space_size / GPUMEM_EMU_DIR_SIZE;
+        gpu->dirs     = ucs_calloc(gpu->num_dirs, sizeof(*gpu->dirs),
+                                   "gpumem_emu_dirs");
+        if (gpu->dirs == NULL) {
+            gpumem_emu_gpu_error(gpu, "cannot allocate the page directory of "
+                                 "%zu bytes of device addresses", space_size);
+            return UCS_ERR_NO_MEMORY;
+        }
+        gpu->va_base = driver->space_base + (i * va_size);
+        gpu->va_size = va_size;
+        gpumem_emu_gpu_debug(gpu, "device addresses 0x%lx..0x%lx of the "
+                             "machine's 0x%lx..0x%lx",
+                             (unsigned long)gpu->va_base,
+                             (unsigned long)(gpu->va_base + va_size),
+                             (unsigned long)driver->space_base,
+                             (unsigned long)(driver->space_base +
+                                             space_size));
+    }
     return UCS_OK;
+}
+
+void gpumem_emu_space_cleanup(gpumem_emu_driver_t *driver)
+{
+    if (driver->space_map != NULL) {
+        munmap(driver->space_map, driver->space_map_size);
+        driver->space_map = NULL;
+    }
 }
 
 void gpumem_emu_pt_clear(gpumem_emu_gpu_t *gpu)
@@ -92,19 +116,19 @@ void gpumem_emu_va_cleanup(gpumem_emu_gpu_t *gpu)
     gpumem_emu_pt_clear(gpu);
     ucs_free(gpu->dirs);
     ucs_free(gpu->ranges);
-    if (gpu->va_map != NULL) {
-        munmap(gpu->va_map, gpu->va_map_size);
-    }
     gpu->dirs   = NULL;
     gpu->ranges = NULL;
-    gpu->va_map = NULL;
 }
 
+/* Whether the bytes lie in the machine's space, which the tables cover */
 static int gpumem_emu_va_in_span(const gpumem_emu_gpu_t *gpu, uint64_t va,
                                  size_t size)
 {
-    return (va >= gpu->va_base) && (size <= gpu->va_size) &&
-           ((va - gpu->va_base) <= (gpu->va_size - size));
+    const gpumem_emu_driver_t *driver = gpu->driver;
+
+    return (gpu->dirs != NULL) && (va >= driver->space_base) &&
+           (size <= driver->space_size) &&
+           ((va - driver->space_base) <= (driver->space_size - size));
 }
 
 /* The directory entry of va (in the span), or NULL where no directory is
@@ -112,7 +136,7 @@ static int gpumem_emu_va_in_span(const gpumem_emu_gpu_t *gpu, uint64_t va,
 static gpumem_emu_pde_t *gpumem_emu_pde(gpumem_emu_gpu_t *gpu, uint64_t va,
                                         int create)
 {
-    uint64_t offset        = va - gpu->va_base;
+    uint64_t offset        = va - gpu->driver->space_base;
     gpumem_emu_pde_t **dir = &gpu->dirs[offset / GPUMEM_EMU_DIR_SIZE];
 
     if ((*dir == NULL) && create) {
@@ -232,8 +256,8 @@ static ucs_status_t gpumem_emu_pt_clear_range(gpumem_emu_gpu_t *gpu,
 
         if (pde == NULL) {
             /* A whole directory without entries: past it */
-            va = gpu->va_base +
-                 ucs_align_up_pow2(va - gpu->va_base + 1,
+            va = gpu->driver->space_base +
+                 ucs_align_up_pow2(va - gpu->driver->space_base + 1,
                                    GPUMEM_EMU_DIR_SIZE);
             continue;
         }
@@ -310,6 +334,7 @@ err_no_memory:
     return UCS_ERR_NO_MEMORY;
 }
 
+/* Under the GPU's va_lock */
 static int gpumem_emu_va_range_find(const gpumem_emu_gpu_t *gpu, uint64_t va,
                                     size_t size)
 {
@@ -326,6 +351,28 @@ static int gpumem_emu_va_range_find(const gpumem_emu_gpu_t *gpu, uint64_t va,
     return -1;
 }
 
+/* Whether one GPU of the machine reserved all of [va, va + size): a GPU
+ * maps at the addresses any of them reserved */
+static int gpumem_emu_va_is_reserved(gpumem_emu_driver_t *driver, uint64_t va,
+                                     size_t size)
+{
+    gpumem_emu_gpu_t *owner;
+    unsigned index;
+    int found;
+
+    if ((va < driver->space_base) ||
+        (va - driver->space_base >= driver->space_size)) {
+        return 0;
+    }
+
+    index = (va - driver->space_base) / driver->gpus[0].va_size;
+    owner = &driver->gpus[index];
+    pthread_mutex_lock(&owner->va_lock);
+    found = gpumem_emu_va_range_find(owner, va, size) >= 0;
+    pthread_mutex_unlock(&owner->va_lock);
+    return found;
+}
+
 /* Checks a mapping's addresses: aligned to its pages, reserved, free */
 static ucs_status_t gpumem_emu_pt_check(gpumem_emu_gpu_t *gpu, uint64_t va,
                                         size_t size, size_t page_size,
@@ -338,7 +385,7 @@ static ucs_status_t gpumem_emu_pt_check(gpumem_emu_gpu_t *gpu, uint64_t va,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (gpumem_emu_va_range_find(gpu, va, size) < 0) {
+    if (!gpumem_emu_va_is_reserved(gpu->driver, va, size)) {
         gpumem_emu_gpu_error(gpu, "cannot map %s at 0x%lx+%zu: the addresses "
                              "are not reserved", what, (unsigned long)va,
                              size);
@@ -408,13 +455,14 @@ ucs_status_t gpumem_emu_va_reserve(gpumem_driver_gpu_t *handle, size_t size,
         goto out;
     }
 
+    pthread_mutex_lock(&gpu->va_lock);
     if (gpu->num_ranges == gpu->max_ranges) {
         max    = ucs_max(gpu->max_ranges * 2, 64);
         ranges = ucs_realloc(gpu->ranges, max * sizeof(*ranges),
                              "gpumem_emu_va_ranges");
         if (ranges == NULL) {
             status = UCS_ERR_NO_MEMORY;
-            goto out;
+            goto out_va;
         }
         gpu->ranges     = ranges;
         gpu->max_ranges = max;
@@ -434,7 +482,7 @@ ucs_status_t gpumem_emu_va_reserve(gpumem_driver_gpu_t *handle, size_t size,
     }
     if ((start > end) || (size > (end - start))) {
         status = UCS_ERR_NO_MEMORY; /* No room in the GPU's space */
-        goto out;
+        goto out_va;
     }
 
     memmove(&gpu->ranges[i + 1], &gpu->ranges[i],
@@ -444,6 +492,8 @@ ucs_status_t gpumem_emu_va_reserve(gpumem_driver_gpu_t *handle, size_t size,
     ++gpu->num_ranges;
     *va_p  = start;
     status = UCS_OK;
+out_va:
+    pthread_mutex_unlock(&gpu->va_lock);
 out:
     pthread_mutex_unlock(&gpu->lock);
     return status;
@@ -456,6 +506,7 @@ void gpumem_emu_va_release(gpumem_driver_gpu_t *handle, uint64_t va,
     unsigned i;
 
     pthread_mutex_lock(&gpu->lock);
+    pthread_mutex_lock(&gpu->va_lock);
     for (i = 0; i < gpu->num_ranges; ++i) {
         if ((gpu->ranges[i].start == va) && (gpu->ranges[i].size == size)) {
             break;
@@ -478,6 +529,7 @@ void gpumem_emu_va_release(gpumem_driver_gpu_t *handle, uint64_t va,
                 (gpu->num_ranges - i - 1) * sizeof(*gpu->ranges));
         --gpu->num_ranges;
     }
+    pthread_mutex_unlock(&gpu->va_lock);
     pthread_mutex_unlock(&gpu->lock);
 }
 
