@@ -7,6 +7,7 @@
 #include "mem_test.h"
 
 #include <common/channel.h>
+#include <common/log_capture.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,4 +146,78 @@ TEST_F(mem_export, bad_handles_are_refused_and_map_nothing) {
     EXPECT_EQ(0u, stats(1).mappings);
     EXPECT_EQ(0u, stats(1).memories);
     gpumem_free(gpu(0), owned);
+}
+
+/* Seed: a released GPU whose memory another GPU maps keeps its function
+ * taken: another process's open of the machine's GPUs is refused, naming
+ * the process, until the last such mapping goes */
+TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *peer;
+
+    /* Whether another process's open of the emu is refused as taken */
+    auto open_is_refused = [this]() -> int {
+        int status;
+        pid_t pid = fork();
+
+        if (pid == 0) {
+            gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+            gpumem_topo_params_t params = {};
+            gpumem_emu_config_t config  = {};
+            gpumem_driver_t *driver;
+            gpumem_topo_t *topo;
+            ucs_status_t open_status;
+            std::string taken = "taken: process " + std::to_string(getppid());
+
+            params.xml_buffer = gpumem_emu_builtin_topology;
+            params.sysfs_root = "/nonexistent";
+            if (gpumem_topo_load(&params, &topo) != UCS_OK) {
+                _exit(3);
+            }
+            config.vram_size = VRAM_SIZE;
+            config.bar_size  = VRAM_SIZE;
+            config.shm_dir   = m_shm_dir.c_str();
+            open_status      = gpumem_emu_open(&config, topo, &driver);
+            if (open_status == UCS_OK) {
+                driver->ops->close(driver);
+                _exit(0);
+            }
+            _exit(((open_status == UCS_ERR_BUSY) &&
+                   (log.count({taken, "still reached"}) > 0)) ? 1 : 2);
+        }
+        if ((pid < 0) || (waitpid(pid, &status, 0) != pid) ||
+            !WIFEXITED(status)) {
+            return -1;
+        }
+        return WEXITSTATUS(status);
+    };
+
+    ASSERT_TRUE(owned != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    EXPECT_EQ(0, open_is_refused()) << "taken before its release";
+
+    gpumem_gpu_release(gpu(0));
+    EXPECT_EQ(1, open_is_refused()) << "a peer maps the released GPU's "
+                                    << "memory: another open is refused, "
+                                    << "naming this process";
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(0, open_is_refused()) << "the last mapping went";
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+
+    /* Memory a bus client was given keeps GPU 1 taken whatever is freed,
+     * until this process lets its driver go */
+    owned = alloc(1, GPUMEM_KIND_GPU, 4096);
+    ASSERT_TRUE(last_nic() != NULL);
+    gpumem_bus_range_t *ranges;
+    unsigned count;
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(1), owned, m_topo,
+                                 bus_addr(last_nic()).c_str(), &ranges,
+                                 &count));
+    ucs_free(ranges);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), owned));
+    gpumem_gpu_release(gpu(1));
+    EXPECT_EQ(1, open_is_refused()) << "a bus client may write its memory";
+    close_machine();
+    EXPECT_EQ(0, open_is_refused()) << "the driver's close ends it";
 }

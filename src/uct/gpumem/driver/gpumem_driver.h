@@ -213,6 +213,12 @@ typedef struct gpumem_driver_ops {
     /* Turns the GPU's bus mastering off: it reaches no memory after */
     void         (*release)(gpumem_driver_gpu_t *gpu);
 
+    /* Optional: while @a taken, no other open of the GPU, by another
+     * process too, succeeds: this one released it while its memory is
+     * still reached (another GPU maps it, a bus client may write it). The
+     * process's exit ends it */
+    void         (*keep_taken)(gpumem_driver_gpu_t *gpu, int taken);
+
     /* Tests only: the next matching operation fails as asked */
     void         (*inject_fault)(gpumem_driver_gpu_t *gpu,
                                  gpumem_driver_fault_t fault);

@@ -189,6 +189,29 @@ static void gpumem_region_forget(gpumem_region_t *region)
     }
 }
 
+/* A released GPU stays taken while other GPUs map its memory; the last of
+ * it, unless a bus client was given some, lets another open take it */
+static void gpumem_gpu_untake(gpumem_gpu_t *gpu)
+{
+    int untake;
+
+    gpumem_mem_global_lock();
+    untake = gpu->released && gpu->reserved && !gpu->bus_given &&
+             ucs_list_is_empty(&gpu->memories) &&
+             ucs_list_is_empty(&gpu->deferred);
+    if (untake) {
+        gpu->reserved = 0;
+    }
+    gpumem_mem_global_unlock();
+
+    if (untake && (gpu->ops->keep_taken != NULL)) {
+        ucs_debug("gpumem: GPU %u: the last of its memory that other GPUs "
+                  "mapped after its release went back: another open may "
+                  "take it", gpu->index);
+        gpu->ops->keep_taken(gpu->dgpu, 0);
+    }
+}
+
 /* Gives the memory's backing back to the driver, and the owner's addresses
  * that were kept with it */
 static void gpumem_memory_destroy(gpumem_memory_t *memory)
@@ -221,6 +244,7 @@ static void gpumem_memory_destroy(gpumem_memory_t *memory)
         break;
     }
     ucs_free(memory);
+    gpumem_gpu_untake(owner);
     gpumem_gpu_put(owner);
 }
 
@@ -1048,6 +1072,7 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
     gpumem_mapping_t *mapping, *mapping_tmp;
     gpumem_memory_t *memory, *memory_tmp;
     UCS_LIST_HEAD(idle);
+    int taken;
 
     if (gpu->released) {
         return;
@@ -1091,7 +1116,14 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
             gpu->reserved = 1;
         }
     }
+    taken = gpu->reserved;
     gpumem_mem_global_unlock();
+
+    /* No other open, of another process too, takes the GPU while its
+     * memory is still reached */
+    if (taken && (gpu->ops->keep_taken != NULL)) {
+        gpu->ops->keep_taken(gpu->dgpu, 1);
+    }
 
     ucs_list_for_each_safe(memory, memory_tmp, &idle, list) {
         ucs_list_del(&memory->list);

@@ -156,6 +156,11 @@ static void gpumem_emu_release(gpumem_driver_gpu_t *handle)
     gpumem_emu_gpu_debug(gpu, "released: bus mastering off");
 }
 
+static void gpumem_emu_keep_taken(gpumem_driver_gpu_t *handle, int taken)
+{
+    gpumem_emu_state_keep_taken(gpumem_emu_gpu(handle), taken);
+}
+
 static void gpumem_emu_inject_fault(gpumem_driver_gpu_t *handle,
                                     gpumem_driver_fault_t fault)
 {
@@ -273,6 +278,7 @@ static const gpumem_driver_ops_t gpumem_emu_ops = {
     .copy_poll      = gpumem_emu_copy_poll,
     .is_device_addr = gpumem_emu_is_device_addr,
     .release        = gpumem_emu_release,
+    .keep_taken     = gpumem_emu_keep_taken,
     .inject_fault   = gpumem_emu_inject_fault
 };
 

@@ -227,6 +227,8 @@ ucs_status_t gpumem_emu_topology_apply(const gpumem_emu_config_t *config,
 
 /* emu_state.c: the shared VRAM and allocator state of a GPU */
 ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu);
+/* While @a taken, no other process attaches to the GPU */
+void gpumem_emu_state_keep_taken(gpumem_emu_gpu_t *gpu, int taken);
 void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu);
 void gpumem_emu_state_lock(gpumem_emu_gpu_t *gpu);
 void gpumem_emu_state_unlock(gpumem_emu_gpu_t *gpu);

@@ -61,7 +61,10 @@ struct gpumem_emu_state {
     int32_t             writer;       /* The process changing it, under the
                                          lock: set after its death, the next
                                          locker repairs what it left */
-    uint32_t            reserved;
+    uint32_t            taken;        /* 1 + the slot of a process that
+                                         released the GPU while its memory
+                                         is still reached: no other process
+                                         attaches while it lives; 0: none */
     uint64_t            vram_size;
     uint64_t            vram_dev;     /* The memfd's identity, checked when */
     uint64_t            vram_ino;     /* a newcomer opens it */
