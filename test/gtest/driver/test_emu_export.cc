@@ -348,3 +348,27 @@ TEST_F(emu_export, every_flipped_byte_is_refused_but_the_logged_pid)
 
     ops()->mem_free(mem);
 }
+
+/* An import is checked against the extent its handle named: once another
+ * allocation has the extent (here, its generation changed under it), the
+ * import is no longer that memory, and says so */
+TEST_F(emu_export, an_import_is_checked_against_the_extent_it_named)
+{
+    gpumem_driver_mem_t *mem = alloc(0, 4 * PAGE);
+    handle_t handle          = export_mem(mem);
+    gpumem_driver_mem_t *imported;
+    uint64_t generation;
+
+    ASSERT_EQ(UCS_OK, ops()->mem_import(gpu(0), handle.data(), handle.size(),
+                                        &imported));
+    EXPECT_EQ(UCS_OK, ops()->mem_check(imported));
+
+    generation = gpumem_emu_test_set_generation(imported, 1u << 30);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ops()->mem_check(imported));
+    expect_log("is no longer the memory its handle named");
+
+    gpumem_emu_test_set_generation(imported, generation);
+    EXPECT_EQ(UCS_OK, ops()->mem_check(imported));
+    ops()->mem_free(imported);
+    ops()->mem_free(mem);
+}

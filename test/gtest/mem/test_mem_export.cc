@@ -221,3 +221,37 @@ TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
     close_machine();
     EXPECT_EQ(0, open_is_refused()) << "the driver's close ends it";
 }
+
+/* Seed issue: an export handle is checked against the live memory at every
+ * reuse of a cached mapping: importing the same handle again, and
+ * gpumem_region_check() of the import, refuse memory that is no longer what
+ * the handle named */
+TEST_F(mem_export, reuse_of_an_import_checks_the_memory_it_maps) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *first, *again = NULL;
+    std::string handle     = export_of(owned);
+    gpumem_driver_mem_t *vram;
+    uint64_t generation;
+    size_t offset;
+
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(1), handle.data(), handle.size(),
+                                    &first));
+    EXPECT_EQ(UCS_OK, gpumem_region_check(first));
+    ASSERT_EQ(UCS_OK, gpumem_region_vram(first, &vram, &offset));
+
+    generation = gpumem_emu_test_set_generation(vram, 1u << 30);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, gpumem_region_check(first));
+    EXPECT_EQ(UCS_ERR_NO_ELEM, gpumem_import(gpu(1), handle.data(),
+                                             handle.size(), &again));
+    EXPECT_TRUE(again == NULL);
+    EXPECT_EQ(2u, log.count({"no longer the memory its handle named"}))
+            << log.text();
+    log.expect("no longer the memory its handle named");
+    EXPECT_EQ(1u, stats(1).regions);
+
+    gpumem_emu_test_set_generation(vram, generation);
+    EXPECT_EQ(UCS_OK, gpumem_region_check(first));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), first));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+}

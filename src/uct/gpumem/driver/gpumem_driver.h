@@ -142,6 +142,10 @@ typedef struct gpumem_driver_ops {
      * the memory stays while any process holds it */
     ucs_status_t (*mem_export)(gpumem_driver_mem_t *mem, void *buf,
                                size_t *length_p);
+    /* Optional: whether memory mem_import gave is still the memory its
+     * handle named, which this process holds; UCS_ERR_NO_ELEM, logged,
+     * where it is not */
+    ucs_status_t (*mem_check)(gpumem_driver_mem_t *mem);
     ucs_status_t (*mem_import)(gpumem_driver_gpu_t *gpu, const void *buf,
                                size_t length, gpumem_driver_mem_t **mem_p);
 

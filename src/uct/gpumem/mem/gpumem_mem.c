@@ -1571,6 +1571,13 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
     mapping = (memory != NULL) ? gpumem_gpu_find_mapping(gpu, memory) : NULL;
     gpumem_mem_global_unlock();
     if (mapping != NULL) {
+        /* Still the memory the handle named */
+        if (gpu->ops->mem_check != NULL) {
+            status = gpu->ops->mem_check(memory->vram);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
         return gpumem_region_create(mapping, mapping->va, memory->size, NULL,
                                     0, NULL, 0, region_p);
     }
@@ -1630,6 +1637,28 @@ ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
     gpumem_gpu_lock(gpu);
     status = gpumem_import_locked(gpu, buf, length, region_p);
     gpumem_gpu_unlock(gpu);
+    return status;
+}
+
+ucs_status_t gpumem_region_check(gpumem_region_t *region)
+{
+    gpumem_memory_t *memory = NULL;
+    ucs_status_t status     = UCS_OK;
+    gpumem_gpu_t *gpu;
+
+    gpu = gpumem_region_lock_gpu(region, "check");
+    if (gpu == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (region->mapping != NULL) {
+        memory = region->mapping->memory;
+    }
+    if ((memory != NULL) && (memory->handle_len > 0) &&
+        (memory->owner->ops->mem_check != NULL)) {
+        status = memory->owner->ops->mem_check(memory->vram);
+    }
+    gpumem_region_unlock_gpu(gpu);
     return status;
 }
 

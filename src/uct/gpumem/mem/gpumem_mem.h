@@ -173,6 +173,14 @@ ucs_status_t gpumem_import(gpumem_gpu_t *gpu, const void *buf, size_t length,
                            gpumem_region_t **region_p);
 
 /**
+ * Whether a live region's memory is still what it was given as: for memory
+ * imported from another process, the memory its handle named, which this
+ * process holds (the driver's check, where it has one). UCS_ERR_NO_ELEM,
+ * logged, where it is not; UCS_ERR_INVALID_PARAM for a freed region.
+ */
+ucs_status_t gpumem_region_check(gpumem_region_t *region);
+
+/**
  * The region of @a gpu whose addresses hold @a address, or NULL; the first
  * given where several do (peer regions over one mapping share addresses).
  */

@@ -73,6 +73,23 @@ int gpumem_emu_state_is_consistent(gpumem_driver_t *driver, unsigned index,
     return consistent;
 }
 
+uint64_t gpumem_emu_test_set_generation(gpumem_driver_mem_t *dmem,
+                                        uint64_t generation)
+{
+    gpumem_emu_gpu_t *gpu = gpumem_emu_mem_gpu(dmem);
+    gpumem_emu_extent_t *extent;
+    uint64_t old;
+
+    pthread_mutex_lock(&gpu->lock);
+    gpumem_emu_state_lock(gpu);
+    extent             = &gpu->state->extents[gpumem_emu_mem(dmem)->extent];
+    old                = extent->generation;
+    extent->generation = generation;
+    gpumem_emu_state_unlock(gpu);
+    pthread_mutex_unlock(&gpu->lock);
+    return old;
+}
+
 int gpumem_emu_fault_take(gpumem_emu_gpu_t *gpu, gpumem_driver_fault_t fault)
 {
     if (gpu->faults[fault] == 0) {
@@ -260,6 +277,7 @@ static const gpumem_driver_ops_t gpumem_emu_ops = {
     .mem_alloc      = gpumem_emu_mem_alloc,
     .mem_free       = gpumem_emu_mem_free,
     .mem_export     = gpumem_emu_mem_export,
+    .mem_check      = gpumem_emu_import_check,
     .mem_import     = gpumem_emu_mem_import,
     .va_reserve     = gpumem_emu_va_reserve,
     .va_release     = gpumem_emu_va_release,

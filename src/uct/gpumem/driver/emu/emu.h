@@ -63,6 +63,13 @@ ucs_status_t gpumem_emu_test_die_at(const char *point);
 int gpumem_emu_state_is_consistent(gpumem_driver_t *driver, unsigned index,
                                    char *why, size_t max);
 
+/**
+ * For tests: sets the generation of the shared extent behind @a mem, as if
+ * another allocation had taken it, and returns the one it had.
+ */
+uint64_t gpumem_emu_test_set_generation(gpumem_driver_mem_t *mem,
+                                        uint64_t generation);
+
 END_C_DECLS
 
 #endif

@@ -208,6 +208,31 @@ gpumem_emu_handle_check_extent(gpumem_emu_gpu_t *gpu,
     return UCS_OK;
 }
 
+ucs_status_t gpumem_emu_import_check(gpumem_driver_mem_t *dmem)
+{
+    gpumem_emu_mem_t *mem = gpumem_emu_mem(dmem);
+    gpumem_emu_gpu_t *gpu = gpumem_emu_mem_gpu(dmem);
+    const gpumem_emu_extent_t *extent;
+    int live;
+
+    /* This process holds the extent: no other changes it, and a read of
+     * its words needs no lock */
+    pthread_mutex_lock(&gpu->lock);
+    extent = &gpu->state->extents[mem->extent];
+    live   = (extent->size != 0) && (extent->generation == mem->generation) &&
+             (gpu->proc_slot != GPUMEM_EMU_NO_SLOT) &&
+             gpumem_emu_extent_held_by(extent, gpu->proc_slot);
+    pthread_mutex_unlock(&gpu->lock);
+    if (!live) {
+        gpumem_emu_gpu_error(gpu, "imported extent %u of generation %lu is "
+                             "no longer the memory its handle named, held by "
+                             "this process", mem->extent,
+                             (unsigned long)mem->generation);
+        return UCS_ERR_NO_ELEM;
+    }
+    return UCS_OK;
+}
+
 ucs_status_t gpumem_emu_mem_import(gpumem_driver_gpu_t *dgpu, const void *buf,
                                    size_t length,
                                    gpumem_driver_mem_t **mem_p)

@@ -285,6 +285,7 @@ int gpumem_emu_vram_check(gpumem_emu_gpu_t *gpu, char *why, size_t max);
 /* emu_export.c: handles another process imports */
 ucs_status_t gpumem_emu_mem_export(gpumem_driver_mem_t *mem, void *buf,
                                    size_t *length_p);
+ucs_status_t gpumem_emu_import_check(gpumem_driver_mem_t *mem);
 ucs_status_t gpumem_emu_mem_import(gpumem_driver_gpu_t *gpu, const void *buf,
                                    size_t length,
                                    gpumem_driver_mem_t **mem_p);

@@ -29,9 +29,6 @@
 #include <unistd.h>
 
 
-#define GPUMEM_EMU_NO_SLOT  GPUMEM_EMU_PROCS_MAX
-
-
 /* State and start time of a process, from /proc/<pid>/stat */
 static int gpumem_emu_proc_stat(pid_t pid, char *state_p, uint64_t *start_p)
 {

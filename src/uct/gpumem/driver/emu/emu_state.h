@@ -24,6 +24,7 @@
 #define GPUMEM_EMU_STATE_MAGIC    0x3174617473756d65ul /* "emustat1" */
 #define GPUMEM_EMU_STATE_VERSION  2
 #define GPUMEM_EMU_PROCS_MAX      256    /* Processes attached to one GPU */
+#define GPUMEM_EMU_NO_SLOT        GPUMEM_EMU_PROCS_MAX /* Not attached */
 #define GPUMEM_EMU_EXTENTS_MAX    16384  /* Allocations of one GPU */
 #define GPUMEM_EMU_HOLDER_WORDS   (GPUMEM_EMU_PROCS_MAX / 64)
 
