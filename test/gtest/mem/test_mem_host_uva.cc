@@ -1,7 +1,8 @@
 /**
  * gpumem tests: the memory core over a driver whose GPUs reach system
- * memory at its host address and which gives no physical addresses of GPU
- * memory, as the cuda driver is: the emu behind those two flags.
+ * memory at its host address, which gives no physical addresses of GPU
+ * memory, and whose mappings of VRAM are the process's, as the cuda driver
+ * is: the emu behind those three flags.
  *
  * See file LICENSE for terms.
  */
@@ -37,7 +38,8 @@ protected:
         s_emu_ops         = m_driver->ops;
         s_ops             = *s_emu_ops;
         s_ops.flags      |= GPUMEM_DRIVER_FLAG_HOST_UVA |
-                            GPUMEM_DRIVER_FLAG_NO_PHYS;
+                            GPUMEM_DRIVER_FLAG_NO_PHYS |
+                            GPUMEM_DRIVER_FLAG_PROCESS_MAPS;
         s_ops.va_reserve  = va_reserve;
         s_ops.va_release  = va_release;
         s_ops.pt_map_host = pt_map_host;
@@ -157,6 +159,24 @@ TEST_F(mem_core_host_uva, map_peer_where_the_gpu_maps_other_memory_is_invalid) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), second));
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), first));
     EXPECT_EQ(0u, stats(0).memories) << "a peer hold was left";
+}
+
+/* Where a mapping is the process's (cuMemMap), a peer maps GPU memory at
+ * addresses of its own, so that the owner's free ends only the owner's
+ * mapping: the peer still reads the bytes */
+TEST_F(mem_core_host_uva, peer_maps_gpu_memory_at_its_own_addresses) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 65536);
+    gpumem_region_t *peer;
+
+    ASSERT_TRUE(owned != NULL);
+    write_dev(0, gpumem_region_address(owned), "owner's");
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    EXPECT_NE(gpumem_region_address(owned), gpumem_region_address(peer));
+    EXPECT_EQ(2, s_reserved);
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+    EXPECT_EQ("owner's", read_dev(1, gpumem_region_address(peer), 7));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
 }
 
 TEST_F(mem_core_host_uva, gpu_memory_still_takes_device_addresses) {

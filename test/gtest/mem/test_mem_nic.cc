@@ -30,6 +30,7 @@ protected:
 
         f.driver      = "emu";
         f.dmabuf      = dmabuf;
+        f.phys_known  = 1;
         f.vram_offset = vram_offset;
         f.vram_size   = 4096;
         f.bar_size    = 16 * MIB;
@@ -140,4 +141,21 @@ TEST_F(mem_nic_choice, bar_bounds_are_whole_and_overflow_safe) {
     f.vram_size   = 4096;
     EXPECT_EQ(GPUMEM_NIC_WAY_NONE,
               choose(GPUMEM_NIC_ALLOW_BAR, f));
+}
+
+/* A driver that does not tell where memory lies in VRAM (the cuda driver):
+ * its dma-buf, or nothing, whatever the BAR's size */
+TEST_F(mem_nic_choice, unknown_placement_closes_the_bar) {
+    gpumem_nic_facts_t f = facts(UCS_OK, 0);
+
+    f.phys_known = 0;
+    f.driver     = "cuda";
+    EXPECT_EQ(GPUMEM_NIC_WAY_DMABUF, choose(GPUMEM_NIC_ALLOW_ANY, f));
+    EXPECT_EQ(GPUMEM_NIC_WAY_NONE, choose(GPUMEM_NIC_ALLOW_BAR, f));
+    EXPECT_TRUE(reason_has("the cuda driver does not tell where the memory "
+                           "lies in VRAM")) << m_reason;
+
+    f.dmabuf = UCS_ERR_UNSUPPORTED;
+    EXPECT_EQ(GPUMEM_NIC_WAY_NONE, choose(GPUMEM_NIC_ALLOW_ANY, f));
+    EXPECT_TRUE(reason_has("exports no dma-buf")) << m_reason;
 }

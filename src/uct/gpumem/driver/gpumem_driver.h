@@ -67,7 +67,13 @@ enum {
 
     /* The driver does not tell where GPU memory lies in VRAM (phys is 0):
      * there are no bus addresses of it, a NIC reaches it by dma-buf */
-    GPUMEM_DRIVER_FLAG_NO_PHYS  = UCS_BIT(1)
+    GPUMEM_DRIVER_FLAG_NO_PHYS  = UCS_BIT(1),
+
+    /* A mapping of VRAM is the process's, not one GPU's (CUDA's cuMemMap
+     * at an address maps it for every device, and cuMemUnmap ends it for
+     * all): another GPU maps the memory at addresses of its own, so that
+     * each GPU's unmap ends only its own mapping */
+    GPUMEM_DRIVER_FLAG_PROCESS_MAPS = UCS_BIT(2)
 };
 
 

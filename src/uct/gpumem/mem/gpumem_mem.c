@@ -429,7 +429,8 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         gpumem_mem_index_add(mapping);
         *mapping_p = mapping;
         return UCS_OK;
-    } else if (mapping->va_owned && (memory->owner_va != 0)) {
+    } else if (mapping->va_owned && (memory->owner_va != 0) &&
+               !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_PROCESS_MAPS)) {
         /* One address space per machine: another GPU maps the memory at the
          * addresses it has for its owner, which the owner holds */
         ucs_assert(memory->owner != gpu);
@@ -441,7 +442,9 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         if (status != UCS_OK) {
             goto err_free;
         }
-        memory->owner_va = mapping->va;
+        if (memory->owner == gpu) {
+            memory->owner_va = mapping->va;
+        }
     } else {
         /* The GPU reaches system memory at its host address */
         mapping->va      = (uintptr_t)memory->host;
@@ -468,7 +471,9 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
 err_va:
     if (mapping->va_owned) {
         gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
-        memory->owner_va = 0;
+        if (memory->owner == gpu) {
+            memory->owner_va = 0;
+        }
     }
 err_free:
     ucs_free(mapping);
@@ -1280,6 +1285,7 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     /* The BAR, by the rule a NIC's registration takes it */
     facts.driver      = gpu->ops->name;
     facts.dmabuf      = UCS_ERR_UNSUPPORTED;
+    facts.phys_known  = 1; /* NO_PHYS was refused above */
     facts.vram_offset = memory->vram->phys;
     facts.vram_size   = memory->size;
     facts.bar_size    = gpu->ops->bar_size(gpu->dgpu);

@@ -38,7 +38,7 @@ const char *gpumem_nic_way_name(gpumem_nic_way_t way)
  * wrap */
 static int gpumem_nic_in_bar(const gpumem_nic_facts_t *facts)
 {
-    return (facts->vram_offset <= facts->bar_size) &&
+    return facts->phys_known && (facts->vram_offset <= facts->bar_size) &&
            (facts->vram_size <= (facts->bar_size - facts->vram_offset));
 }
 
@@ -58,6 +58,12 @@ static const char *gpumem_nic_no_dmabuf(const gpumem_nic_facts_t *facts,
 static const char *gpumem_nic_outside_bar(const gpumem_nic_facts_t *facts,
                                           char *buf, size_t max)
 {
+    if (!facts->phys_known) {
+        snprintf(buf, max, "the %s driver does not tell where the memory "
+                 "lies in VRAM, so no BAR window is known to reach it",
+                 facts->driver);
+        return buf;
+    }
     snprintf(buf, max, "VRAM [0x%" PRIx64 ", +%zu) lies outside the GPU's "
              "BAR, which reaches only the first %zu bytes of VRAM",
              facts->vram_offset, facts->vram_size, facts->bar_size);
@@ -179,6 +185,7 @@ gpumem_nic_export_locked(gpumem_gpu_t *gpu, uint64_t address, size_t length,
 
     facts.driver      = gpu->ops->name;
     facts.dmabuf      = UCS_ERR_UNSUPPORTED;
+    facts.phys_known  = !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS);
     facts.vram_offset = nic_export->vram->phys;
     facts.vram_size   = nic_export->vram->size;
     facts.bar_size    = gpu->ops->bar_size(gpu->dgpu);

@@ -43,6 +43,9 @@ typedef struct gpumem_nic_facts {
                                    it has none; another error where it
                                    failed. Not read where only the BAR is
                                    allowed */
+    int          phys_known;    /* The driver tells where the memory lies
+                                   in VRAM (else no BAR window is known to
+                                   reach it) */
     uint64_t     vram_offset;   /* The memory's first byte in VRAM */
     size_t       vram_size;     /* Its bytes */
     size_t       bar_size;      /* Bytes of VRAM the BAR reaches, from 0 */

@@ -240,7 +240,8 @@ static void gpumem_cuda_close(gpumem_driver_t *driver)
 static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .name           = "cuda",
     .flags          = GPUMEM_DRIVER_FLAG_HOST_UVA |
-                      GPUMEM_DRIVER_FLAG_NO_PHYS,
+                      GPUMEM_DRIVER_FLAG_NO_PHYS |
+                      GPUMEM_DRIVER_FLAG_PROCESS_MAPS,
     .num_gpus       = gpumem_cuda_num_gpus,
     .gpu            = gpumem_cuda_gpu_at,
     .reach          = gpumem_cuda_reach,
