@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite: sets up a fresh machine, builds gpumem, runs the
-# googletest suite and the tools' golden tests ("make check"), checks the
-# source distribution ("make distcheck"), and runs the RDMA tests in a
-# soft-RoCE VM ("make check-vm", test/vm/run).
+# googletest suite and the tools' golden tests ("make check"), UCX's own
+# googletest families on gpumem's transports ("make check-ucx-gtest"),
+# checks the source distribution ("make distcheck"), and runs the RDMA tests
+# in a soft-RoCE VM ("make check-vm", test/vm/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./contrib/setup.sh
 ./contrib/build.sh
 make -j2 check
+# UCX's own googletest families on gpumem's transports
+make check-ucx-gtest
 make -j2 distcheck
 # The tests that need a real RDMA device, against soft-RoCE in a VM
 make check-vm

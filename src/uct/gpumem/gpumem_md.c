@@ -220,7 +220,7 @@ uct_gpumem_md_mem_reg_flags(uct_md_h uct_md, void *address, size_t length,
     gpu = uct_gpumem_context_find_gpu(md->context, address);
     if ((gpu >= 0) &&
         ((gpumem_find_allocation(md->context->gpus[gpu], start, &base, &size,
-                                 &own) != UCS_OK) ||
+                                 NULL, &own) != UCS_OK) ||
          (length > (base + size - start)))) {
         ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
@@ -283,7 +283,7 @@ uct_gpumem_md_mem_query_attr(uct_md_h uct_md, const void *address,
     uct_gpumem_md_t *md = ucs_derived_of(uct_md, uct_gpumem_md_t);
     uint64_t base, dmabuf_offset;
     int gpu, own, fd;
-    size_t size;
+    size_t size, mapped;
 
     gpu = uct_gpumem_context_find_gpu(md->context, address);
     if (gpu < 0) {
@@ -293,7 +293,7 @@ uct_gpumem_md_mem_query_attr(uct_md_h uct_md, const void *address,
     /* The core's own allocation, else the application's as the driver
      * knows it (cudaMalloc), else the range asked about */
     if (gpumem_find_allocation(md->context->gpus[gpu], (uintptr_t)address,
-                               &base, &size, &own) != UCS_OK) {
+                               &base, &mapped, &size, &own) != UCS_OK) {
         base = (uintptr_t)address;
         size = length;
         own  = 0;

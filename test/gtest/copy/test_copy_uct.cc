@@ -425,11 +425,14 @@ TEST_F(copy_uct, iface_opens_only_on_its_device) {
     EXPECT_EQ(1u, log.count({"opens on device", COPY_DEV}));
 }
 
-TEST_F(copy_uct, iface_reaches_only_itself) {
+/* Remote addresses are the process's own: every interface of the process
+ * reaches every other (UCX's p2p tests connect two), an address of another
+ * process none */
+TEST_F(copy_uct, ifaces_of_one_process_reach_each_other_only) {
     uct_iface_h first  = open_iface();
     uct_iface_h second = open_iface();
-    std::vector<char> first_addr, second_addr;
-    gpumem_test::log_capture log;
+    std::vector<char> first_addr, second_addr, other_addr;
+    uct_ep_params_t params = {};
     uct_ep_h ep;
 
     ASSERT_TRUE((first != NULL) && (second != NULL));
@@ -437,9 +440,25 @@ TEST_F(copy_uct, iface_reaches_only_itself) {
     second_addr = address_of(second);
     EXPECT_TRUE(uct_iface_is_reachable(
             first, NULL, (const uct_iface_addr_t*)first_addr.data()));
-    EXPECT_FALSE(uct_iface_is_reachable(
+    EXPECT_TRUE(uct_iface_is_reachable(
             first, NULL, (const uct_iface_addr_t*)second_addr.data()));
-    EXPECT_EQ(UCS_ERR_UNREACHABLE, try_connect(first, second, &ep));
+    ASSERT_EQ(UCS_OK, try_connect(first, second, &ep));
+    uct_ep_destroy(ep);
+
+    /* Another process's interface */
+    other_addr     = first_addr;
+    other_addr[0] ^= 1;
+    EXPECT_FALSE(uct_iface_is_reachable(
+            first, NULL, (const uct_iface_addr_t*)other_addr.data()));
+
+    gpumem_test::log_capture log;
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = first;
+    params.iface_addr = (const uct_iface_addr_t*)other_addr.data();
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    log.expect("reaches only the interfaces of its own process");
 }
 
 TEST_F(copy_uct, short_moves_bytes_between_host_and_device) {

@@ -26,8 +26,9 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_ep_t, const uct_ep_params_t *params)
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     if ((params->iface_addr == NULL) ||
         memcmp(params->iface_addr, &iface->id, sizeof(iface->id))) {
-        ucs_error("gpumemcpy: iface %p reaches only itself: its address is "
-                  "0x%" PRIx64, iface, iface->id);
+        ucs_error("gpumemcpy: iface %p reaches only the interfaces of its "
+                  "own process, whose address is 0x%" PRIx64, iface,
+                  iface->id);
         return UCS_ERR_UNREACHABLE;
     }
 

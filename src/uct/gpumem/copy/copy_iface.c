@@ -20,6 +20,7 @@
 #include "copy_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
 #include <uct/gpumem/base/gpumem_config.h>
+#include <uct/gpumem/base/gpumem_iface_params.h>
 #include "copy_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -28,6 +29,8 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <ucs/type/class.h>
+#include <ucs/sys/sys.h>
+#include <unistd.h>
 #include <limits.h>
 #include <string.h>
 
@@ -98,6 +101,14 @@ uct_gpumem_copy_query_devices(uct_md_h uct_md,
                                       num_tl_devices_p);
 }
 
+/* This process among the machine's: remote addresses are virtual addresses
+ * of the process, which any of its interfaces reaches */
+uct_gpumem_copy_iface_addr_t uct_gpumem_copy_process_id(void)
+{
+    return ucs_get_system_id() ^ ((uint64_t)getpid() << 17) ^
+           (uint64_t)getpid();
+}
+
 static ucs_status_t
 uct_gpumem_copy_iface_get_address(uct_iface_h tl_iface,
                                   uct_iface_addr_t *iface_addr)
@@ -110,8 +121,9 @@ uct_gpumem_copy_iface_get_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-/* Remote addresses are virtual addresses of this process: only the
- * interface itself (UCP's memory-type and self endpoints) can use them */
+/* Remote addresses are virtual addresses of this process: only its own
+ * interfaces (UCP's memory-type and self endpoints, another worker of the
+ * process) can use them */
 static int uct_gpumem_copy_iface_is_reachable(
         const uct_iface_h tl_iface,
         const uct_device_addr_t UCS_V_UNUSED *dev_addr,
@@ -579,12 +591,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
                               tl_config UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_GPUMEM_COPY_TL_NAME));
 
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE) ||
-        strcmp(params->mode.device.dev_name, UCT_GPUMEM_COPY_DEV_NAME)) {
-        ucs_error("gpumemcpy: opens on device '%s' only",
-                  UCT_GPUMEM_COPY_DEV_NAME);
-        return UCS_ERR_NO_DEVICE;
+    status = uct_gpumem_iface_check_params(params, UCT_GPUMEM_COPY_TL_NAME,
+                                           UCT_GPUMEM_COPY_DEV_NAME);
+    if (status != UCS_OK) {
+        return status;
     }
 
     if (config->seg_size == 0) {
@@ -592,7 +602,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    self->id               = ucs_generate_uuid((uintptr_t)self);
+    self->id               = uct_gpumem_copy_process_id();
     self->context          = ucs_derived_of(md, uct_gpumem_md_t)->context;
     self->fenced           = 0;
     self->config.seg_size  = config->seg_size;

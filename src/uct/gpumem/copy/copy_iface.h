@@ -87,7 +87,9 @@ typedef struct uct_gpumem_copy_op {
  */
 typedef struct uct_gpumem_copy_iface {
     uct_base_iface_t             super;
-    uct_gpumem_copy_iface_addr_t id;
+    uct_gpumem_copy_iface_addr_t id;  /* Its process's: every interface of
+                                         the process reaches the same
+                                         virtual addresses */
     uct_gpumem_context_t         *context;
     ucs_mpool_t                  op_mp;
     ucs_queue_head_t             queue;
@@ -132,6 +134,9 @@ ucs_status_t uct_gpumem_copy_iface_flush_queue(uct_gpumem_copy_iface_t *iface,
                                                uct_completion_t *comp);
 
 /* The ep goes away: its queued operations still run and complete */
+/* The address of every copy interface of this process */
+uct_gpumem_copy_iface_addr_t uct_gpumem_copy_process_id(void);
+
 void uct_gpumem_copy_iface_ep_gone(uct_gpumem_copy_iface_t *iface,
                                    struct uct_gpumem_copy_ep *ep);
 

@@ -160,13 +160,15 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
 
     UCT_GPUMEM_CHECK_PARAM(iov[0].count <= 1, "gpumemipc: iov count %u: the "
                            "buffer must be contiguous", iov[0].count);
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
-                           "remote key of gpumem_ipc", op_name);
 
+    /* Nothing to move reaches no remote memory, whatever the key */
     length = uct_iov_get_length(iov);
     if (length == 0) {
         return UCS_OK;
     }
+
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
+                           "remote key of gpumem_ipc", op_name);
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iov[0].buffer, remote_addr,
                                        length, op_name, &gpu, &local_dev,
@@ -207,12 +209,13 @@ ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     int local_dev;
 
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_PUT_MAX_SHORT, "put_short");
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
-                           "gpumemipc: put_short needs the remote key of "
-                           "gpumem_ipc");
     if (length == 0) {
         return UCS_OK;
     }
+
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+                           "gpumemipc: put_short needs the remote key of "
+                           "gpumem_ipc");
 
     /* The buffer may be device memory: the engine reads it, not the CPU */
     status = uct_gpumem_ipc_ep_resolve(iface, key, buffer, remote_addr,
@@ -244,15 +247,15 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     unsigned gpu;
     int local_dev;
 
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
-                           "gpumemipc: put_bcopy needs the remote key of "
-                           "gpumem_ipc");
-
     length = pack_cb(iface->bounce, arg);
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "put_bcopy");
     if (length == 0) {
         return 0;
     }
+
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+                           "gpumemipc: put_bcopy needs the remote key of "
+                           "gpumem_ipc");
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iface->bounce, remote_addr,
                                        length, "put_bcopy", &gpu, &local_dev,
@@ -286,13 +289,14 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
     int local_dev;
 
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "get_bcopy");
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
-                           "gpumemipc: get_bcopy needs the remote key of "
-                           "gpumem_ipc");
     if (length == 0) {
         unpack_cb(arg, iface->bounce, 0);
         return UCS_OK;
     }
+
+    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+                           "gpumemipc: get_bcopy needs the remote key of "
+                           "gpumem_ipc");
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iface->bounce, remote_addr,
                                        length, "get_bcopy", &gpu, &local_dev,

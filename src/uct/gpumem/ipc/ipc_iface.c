@@ -18,6 +18,7 @@
 #include "ipc_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
 #include <uct/gpumem/base/gpumem_config.h>
+#include <uct/gpumem/base/gpumem_iface_params.h>
 #include "ipc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -547,12 +548,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
                               tl_config UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_GPUMEM_IPC_TL_NAME));
 
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE) ||
-        strcmp(params->mode.device.dev_name, UCT_GPUMEM_IPC_DEV_NAME)) {
-        ucs_error("gpumemipc: opens on device '%s' only",
-                  UCT_GPUMEM_IPC_DEV_NAME);
-        return UCS_ERR_NO_DEVICE;
+    status = uct_gpumem_iface_check_params(params, UCT_GPUMEM_IPC_TL_NAME,
+                                           UCT_GPUMEM_IPC_DEV_NAME);
+    if (status != UCS_OK) {
+        return status;
     }
 
     self->md              = ucs_derived_of(md, uct_gpumem_ipc_md_t);

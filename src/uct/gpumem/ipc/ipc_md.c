@@ -92,7 +92,11 @@ static ucs_status_t uct_gpumem_ipc_md_query_attr(uct_md_h uct_md,
     uct_gpumem_ipc_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
 
     md_attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    md_attr->max_alloc        = 0;
+    /* It allocates nothing (no UCT_MD_FLAG_ALLOC); what one transfer may
+     * move is an allocation of the GPU's memory, and UCX's users size
+     * transfers by max_alloc */
+    md_attr->max_alloc        = gpumem_gpu_vram_size(
+            md->context->gpus[md->gpu]);
     md_attr->max_reg          = SIZE_MAX;
     md_attr->reg_mem_types    = UCS_BIT(md->mem_type);
     md_attr->access_mem_types = UCS_BIT(md->mem_type);

@@ -16,8 +16,8 @@ ucs_status_t gpumem_copy(gpumem_gpu_t *gpu, uint64_t dst, int dst_dev,
                          uint64_t src, int src_dev, size_t size,
                          gpumem_copy_t *copy)
 {
-    copy->ops = gpu->ops;
-    return gpu->ops->copy(gpu->dgpu, dst, dst_dev, src, src_dev, size,
+    copy->ops = gpu->driver->ops;
+    return gpu->driver->ops->copy(gpu->dgpu, dst, dst_dev, src, src_dev, size,
                           &copy->driver);
 }
 

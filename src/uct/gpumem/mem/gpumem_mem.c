@@ -150,6 +150,7 @@ static ucs_status_t gpumem_region_create(gpumem_mapping_t *mapping,
     region->mapping    = mapping;
     region->address    = address;
     region->size       = size;
+    region->asked      = size;
     region->host       = host;
     region->from_alloc = from_alloc;
 
@@ -204,11 +205,11 @@ static void gpumem_gpu_untake(gpumem_gpu_t *gpu)
     }
     gpumem_mem_global_unlock();
 
-    if (untake && (gpu->ops->keep_taken != NULL)) {
+    if (untake && (gpu->driver->ops->keep_taken != NULL)) {
         ucs_debug("gpumem: GPU %u: the last of its memory that other GPUs "
                   "mapped after its release went back: another open may "
                   "take it", gpu->index);
-        gpu->ops->keep_taken(gpu->dgpu, 0);
+        gpu->driver->ops->keep_taken(gpu->dgpu, 0);
     }
 }
 
@@ -221,7 +222,7 @@ static void gpumem_memory_destroy(gpumem_memory_t *memory)
 
     if (owner_mapping != NULL) {
         if (owner_mapping->va_owned) {
-            owner->ops->va_release(owner->dgpu, owner_mapping->va,
+            owner->driver->ops->va_release(owner->dgpu, owner_mapping->va,
                                    owner_mapping->va_size);
         }
         ucs_free(owner_mapping);
@@ -230,17 +231,17 @@ static void gpumem_memory_destroy(gpumem_memory_t *memory)
     switch (memory->type) {
     case GPUMEM_MEMORY_VRAM:
         if (memory->host != NULL) {
-            owner->ops->bar_unmap(memory->vram, memory->host);
+            owner->driver->ops->bar_unmap(memory->vram, memory->host);
         }
-        owner->ops->mem_free(memory->vram);
+        owner->driver->ops->mem_free(memory->vram);
         break;
     case GPUMEM_MEMORY_SYSTEM:
-        owner->ops->sys_free(owner->dgpu, memory->host, memory->size);
+        owner->driver->ops->sys_free(owner->dgpu, memory->host, memory->size);
         break;
     case GPUMEM_MEMORY_PINNED:
         /* Pins are the process's, not the GPU's tables: they go back at
          * the release's give-back as at a free */
-        owner->ops->unpin(owner->dgpu, memory->host, memory->size);
+        owner->driver->ops->unpin(owner->dgpu, memory->host, memory->size);
         break;
     }
     ucs_free(memory);
@@ -324,7 +325,6 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
     ucs_list_head_init(&gpu->outliving);
     gpu->refcount = 1;
     gpu->driver   = driver;
-    gpu->ops      = driver->ops;
     gpu->dgpu     = driver->ops->gpu(driver, index);
     gpu->index    = index;
     ucs_list_head_init(&gpu->regions);
@@ -337,12 +337,12 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
 
 const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu)
 {
-    return gpu->ops->reach(gpu->dgpu);
+    return gpu->driver->ops->reach(gpu->dgpu);
 }
 
 size_t gpumem_gpu_vram_size(const gpumem_gpu_t *gpu)
 {
-    return gpu->ops->vram_size(gpu->dgpu);
+    return gpu->driver->ops->vram_size(gpu->dgpu);
 }
 
 const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
@@ -350,15 +350,15 @@ const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
 {
     char free_str[16], total_str[16];
 
-    if (gpu->ops->vram_free == NULL) {
+    if (gpu->driver->ops->vram_free == NULL) {
         ucs_snprintf_zero(buf, max, "the %s driver does not tell how much "
-                          "VRAM is free", gpu->ops->name);
+                          "VRAM is free", gpu->driver->ops->name);
         return buf;
     }
 
-    ucs_memunits_to_str(gpu->ops->vram_free(gpu->dgpu), free_str,
+    ucs_memunits_to_str(gpu->driver->ops->vram_free(gpu->dgpu), free_str,
                         sizeof(free_str));
-    ucs_memunits_to_str(gpu->ops->vram_size(gpu->dgpu), total_str,
+    ucs_memunits_to_str(gpu->driver->ops->vram_size(gpu->dgpu), total_str,
                         sizeof(total_str));
     ucs_snprintf_zero(buf, max, "%s of %s of VRAM free", free_str,
                       total_str);
@@ -407,6 +407,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
 {
     size_t align = (memory->vram != NULL) ? memory->vram->page_size :
                                             GPUMEM_PAGE_SIZE;
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
     gpumem_mapping_t *mapping;
     ucs_status_t status;
 
@@ -422,7 +423,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
     mapping->va_size  = memory->size;
     mapping->va_owned = (memory->type == GPUMEM_MEMORY_VRAM) ?
                         (memory->vram->fixed_va == 0) :
-                        !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_HOST_UVA);
+                        !(ops->flags & GPUMEM_DRIVER_FLAG_HOST_UVA);
     if ((memory->type == GPUMEM_MEMORY_VRAM) && !mapping->va_owned) {
         /* The driver mapped it already, where it chose, for every GPU */
         mapping->va = memory->vram->fixed_va;
@@ -430,15 +431,15 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
         *mapping_p = mapping;
         return UCS_OK;
     } else if (mapping->va_owned && (memory->owner_va != 0) &&
-               !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_PROCESS_MAPS)) {
+               !(gpu->driver->ops->flags & GPUMEM_DRIVER_FLAG_PROCESS_MAPS)) {
         /* One address space per machine: another GPU maps the memory at the
          * addresses it has for its owner, which the owner holds */
         ucs_assert(memory->owner != gpu);
         mapping->va       = memory->owner_va;
         mapping->va_owned = 0;
     } else if (mapping->va_owned) {
-        status = gpu->ops->va_reserve(gpu->dgpu, mapping->va_size, align,
-                                      &mapping->va);
+        status = ops->va_reserve(gpu->dgpu, mapping->va_size, align,
+                                 &mapping->va);
         if (status != UCS_OK) {
             goto err_free;
         }
@@ -452,13 +453,13 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
     }
 
     if (memory->type == GPUMEM_MEMORY_VRAM) {
-        status = gpu->ops->pt_map_vram(gpu->dgpu, mapping->va, memory->vram,
-                                       0, memory->size, map_flags);
+        status = ops->pt_map_vram(gpu->dgpu, mapping->va, memory->vram, 0,
+                                  memory->size, map_flags);
     } else {
         /* System memory: snooped and uncached, whatever was asked */
-        status = gpu->ops->pt_map_host(gpu->dgpu, mapping->va, memory->host,
-                                       memory->size,
-                                       map_flags | GPUMEM_DRIVER_MAP_UNCACHED);
+        status = ops->pt_map_host(gpu->dgpu, mapping->va, memory->host,
+                                  memory->size,
+                                  map_flags | GPUMEM_DRIVER_MAP_UNCACHED);
     }
     if (status != UCS_OK) {
         goto err_va;
@@ -470,7 +471,7 @@ static ucs_status_t gpumem_mapping_create(gpumem_gpu_t *gpu,
 
 err_va:
     if (mapping->va_owned) {
-        gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+        gpu->driver->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
         if (memory->owner == gpu) {
             memory->owner_va = 0;
         }
@@ -485,7 +486,7 @@ static void gpumem_mapping_destroy(gpumem_mapping_t *mapping)
     gpumem_gpu_t *gpu = mapping->gpu;
 
     if (mapping->va_owned) {
-        gpu->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
+        gpu->driver->ops->va_release(gpu->dgpu, mapping->va, mapping->va_size);
     }
     if (mapping->listed) {
         gpumem_mem_index_del(mapping);
@@ -522,7 +523,7 @@ static ucs_status_t gpumem_memory_map_first(gpumem_gpu_t *gpu,
     return UCS_OK;
 
 err_unmap:
-    gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+    gpu->driver->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
     gpumem_mapping_destroy(mapping);
 err_destroy_memory:
     gpumem_memory_destroy(memory);
@@ -584,9 +585,9 @@ gpumem_alloc_locked(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
     }
 
     if (kind == GPUMEM_KIND_HOST) {
-        status = gpu->ops->sys_alloc(gpu->dgpu, rounded, &memory->host);
+        status = gpu->driver->ops->sys_alloc(gpu->dgpu, rounded, &memory->host);
     } else {
-        status = gpu->ops->mem_alloc(gpu->dgpu, rounded, page_size,
+        status = gpu->driver->ops->mem_alloc(gpu->dgpu, rounded, page_size,
                                      kind == GPUMEM_KIND_BAR, &memory->vram);
         if (status == UCS_ERR_NO_MEMORY) {
             gpumem_alloc_no_room(gpu, kind, rounded);
@@ -597,14 +598,18 @@ gpumem_alloc_locked(gpumem_gpu_t *gpu, gpumem_kind_t kind, size_t size,
     }
 
     if (kind == GPUMEM_KIND_BAR) {
-        status = gpu->ops->bar_map(memory->vram, &memory->host);
+        status = gpu->driver->ops->bar_map(memory->vram, &memory->host);
         if (status != UCS_OK) {
             goto err_destroy_memory;
         }
     }
 
-    return gpumem_memory_map_first(gpu, memory, map_flags, 0, rounded,
-                                   memory->host, 1, region_p);
+    status = gpumem_memory_map_first(gpu, memory, map_flags, 0, rounded,
+                                     memory->host, 1, region_p);
+    if (status == UCS_OK) {
+        (*region_p)->asked = size;
+    }
+    return status;
 
 err_destroy_memory:
     gpumem_memory_destroy(memory);
@@ -659,7 +664,7 @@ gpumem_map_host_locked(gpumem_gpu_t *gpu, void *addr, size_t size,
     }
 
     memory->host = (void*)start;
-    status       = gpu->ops->pin(gpu->dgpu, memory->host, memory->size);
+    status       = gpu->driver->ops->pin(gpu->dgpu, memory->host, memory->size);
     if (status != UCS_OK) {
         gpumem_memory_discard(memory);
         return status;
@@ -752,7 +757,7 @@ static ucs_status_t gpumem_map_peer_new(gpumem_gpu_t *gpu,
     ucs_status_t status;
 
     if (memory->type != GPUMEM_MEMORY_VRAM) {
-        status = gpu->ops->pin(gpu->dgpu, memory->host, memory->size);
+        status = gpu->driver->ops->pin(gpu->dgpu, memory->host, memory->size);
         if (status != UCS_OK) {
             return status;
         }
@@ -760,7 +765,7 @@ static ucs_status_t gpumem_map_peer_new(gpumem_gpu_t *gpu,
 
     status = gpumem_mapping_create(gpu, memory, 0, mapping_p);
     if ((status != UCS_OK) && (memory->type != GPUMEM_MEMORY_VRAM)) {
-        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+        gpu->driver->ops->unpin(gpu->dgpu, memory->host, memory->size);
     }
     return status;
 }
@@ -793,7 +798,7 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     gpumem_mapping_t *mapping;
     gpumem_memory_t *memory, *idle;
     ucs_status_t status;
-    size_t offset, size;
+    size_t offset, size, asked;
     uint64_t source_id;
     void *host;
 
@@ -835,6 +840,7 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     memory    = region->mapping->memory;
     offset    = region->address - region->mapping->va;
     size      = region->size;
+    asked     = region->asked;
     host      = region->host;
     source    = region->source;
     source_id = region->source_id;
@@ -873,8 +879,11 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
 
     status = gpumem_region_create(mapping, mapping->va + offset, size, host,
                                   0, source, source_id, region_p);
+    if (status == UCS_OK) {
+        (*region_p)->asked = asked;
+    }
     if ((status != UCS_OK) && (mapping->refcount == 0)) {
-        gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+        gpu->driver->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
         gpumem_mapping_destroy(mapping);
         gpumem_mem_global_lock();
         idle = gpumem_memory_drop_peer(memory);
@@ -935,7 +944,8 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
         return;
     }
 
-    status = gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+    status = gpu->driver->ops->pt_unmap(gpu->dgpu, mapping->va,
+                                        mapping->va_size);
     if (status != UCS_OK) {
         /* The GPU may still reach the memory: keep it and its addresses
          * until the give-back after the release */
@@ -955,7 +965,7 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     /* A peer's pin of system memory goes before its hold on the memory,
      * after which the owner may give the memory back at once */
     if (peer_pin) {
-        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+        gpu->driver->ops->unpin(gpu->dgpu, memory->host, memory->size);
     }
 
     gpumem_mem_global_lock();
@@ -1037,7 +1047,7 @@ static void gpumem_release_mapping(gpumem_gpu_t *gpu,
     /* This GPU's pin of another GPU's system memory, as its free would,
      * before its hold on the memory goes */
     if ((memory->owner != gpu) && (memory->type != GPUMEM_MEMORY_VRAM)) {
-        gpu->ops->unpin(gpu->dgpu, memory->host, memory->size);
+        gpu->driver->ops->unpin(gpu->dgpu, memory->host, memory->size);
     }
 
     gpumem_mem_global_lock();
@@ -1085,7 +1095,7 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
 
     /* Bus mastering off first: nothing is given back while the GPU may
      * still reach it */
-    gpu->ops->release(gpu->dgpu);
+    gpu->driver->ops->release(gpu->dgpu);
 
     /* Regions out stay valid handles, over nothing: their free gives back
      * nothing more */
@@ -1126,8 +1136,8 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
 
     /* No other open, of another process too, takes the GPU while its
      * memory is still reached */
-    if (taken && (gpu->ops->keep_taken != NULL)) {
-        gpu->ops->keep_taken(gpu->dgpu, 1);
+    if (taken && (gpu->driver->ops->keep_taken != NULL)) {
+        gpu->driver->ops->keep_taken(gpu->dgpu, 1);
     }
 
     ucs_list_for_each_safe(memory, memory_tmp, &idle, list) {
@@ -1263,15 +1273,15 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     if (memory->type != GPUMEM_MEMORY_VRAM) {
         ucs_error("gpumem: bus addresses of system memory for %s: the %s "
                   "driver does not know the physical addresses of pages",
-                  client_name, gpu->ops->name);
+                  client_name, gpu->driver->ops->name);
         return UCS_ERR_UNSUPPORTED;
     }
 
-    if (gpu->ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS) {
+    if (gpu->driver->ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS) {
         ucs_error("gpumem: bus addresses of GPU %s's memory for %s: the %s "
                   "driver does not tell where its memory lies (a NIC "
                   "reaches it by dma-buf)", name, client_name,
-                  gpu->ops->name);
+                  gpu->driver->ops->name);
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -1283,12 +1293,12 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     }
 
     /* The BAR, by the rule a NIC's registration takes it */
-    facts.driver      = gpu->ops->name;
+    facts.driver      = gpu->driver->ops->name;
     facts.dmabuf      = UCS_ERR_UNSUPPORTED;
     facts.phys_known  = 1; /* NO_PHYS was refused above */
     facts.vram_offset = memory->vram->phys;
     facts.vram_size   = memory->size;
-    facts.bar_size    = gpu->ops->bar_size(gpu->dgpu);
+    facts.bar_size    = gpu->driver->ops->bar_size(gpu->dgpu);
     if (gpumem_nic_choose(GPUMEM_NIC_ALLOW_BAR, "bus addresses", &facts,
                           reason, sizeof(reason)) == GPUMEM_NIC_WAY_NONE) {
         ucs_error("gpumem: %s does not reach the memory of GPU %s by DMA: "
@@ -1302,7 +1312,8 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
         return UCS_ERR_NO_MEMORY;
     }
 
-    range->address = gpu->ops->bar_bus_addr(gpu->dgpu) + memory->vram->phys;
+    range->address = gpu->driver->ops->bar_bus_addr(gpu->dgpu) +
+                     memory->vram->phys;
     range->length  = memory->size;
 
     /* Until the process exits, the memory and the GPU are the client's */
@@ -1405,7 +1416,7 @@ gpumem_export_locked(gpumem_region_t *region, void *buf, size_t *length_p)
         return UCS_OK;
     }
 
-    status = memory->owner->ops->mem_export(memory->vram, header + 1,
+    status = memory->owner->driver->ops->mem_export(memory->vram, header + 1,
                                             &driver_len);
     if (status != UCS_OK) {
         return status;
@@ -1442,13 +1453,13 @@ gpumem_export_addr_locked(gpumem_gpu_t *gpu, const void *address, void *buf,
     size_t driver_len;
     ucs_status_t status;
 
-    if (gpu->ops->addr_export == NULL) {
+    if (gpu->driver->ops->addr_export == NULL) {
         ucs_debug("gpumem: the %s driver has no handles of the "
-                  "application's own device memory", gpu->ops->name);
+                  "application's own device memory", gpu->driver->ops->name);
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = gpu->ops->addr_export(gpu->driver, address, header + 1,
+    status = gpu->driver->ops->addr_export(gpu->driver, address, header + 1,
                                    &driver_len, &attr);
     if (status != UCS_OK) {
         return status;
@@ -1578,8 +1589,8 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
     gpumem_mem_global_unlock();
     if (mapping != NULL) {
         /* Still the memory the handle named */
-        if (gpu->ops->mem_check != NULL) {
-            status = gpu->ops->mem_check(memory->vram);
+        if (gpu->driver->ops->mem_check != NULL) {
+            status = gpu->driver->ops->mem_check(memory->vram);
             if (status != UCS_OK) {
                 return status;
             }
@@ -1588,8 +1599,8 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
                                     0, NULL, 0, region_p);
     }
 
-    status = gpu->ops->mem_import(owner_dgpu, header + 1, header->driver_len,
-                                  &vram);
+    status = gpu->driver->ops->mem_import(owner_dgpu, header + 1,
+                                          header->driver_len, &vram);
     if (status != UCS_OK) {
         return status;
     }
@@ -1603,7 +1614,7 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
     }
 
     memory->vram       = vram;
-    memory->reach      = gpu->ops->reach(owner_dgpu);
+    memory->reach      = gpu->driver->ops->reach(owner_dgpu);
     memory->handle_len = length;
     memcpy(memory->handle, buf, length);
 
@@ -1620,7 +1631,7 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
     status = gpumem_region_create(mapping, mapping->va, memory->size, NULL, 0,
                                   NULL, 0, region_p);
     if (status != UCS_OK) {
-        gpu->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
+        gpu->driver->ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size);
         gpumem_mapping_destroy(mapping);
         goto err_free_memory;
     }
@@ -1631,7 +1642,7 @@ gpumem_import_locked(gpumem_gpu_t *gpu, const void *buf, size_t length,
 err_free_memory:
     gpumem_memory_discard(memory);
 err_free_vram:
-    gpu->ops->mem_free(vram);
+    gpu->driver->ops->mem_free(vram);
     return status;
 }
 
@@ -1661,8 +1672,8 @@ ucs_status_t gpumem_region_check(gpumem_region_t *region)
         memory = region->mapping->memory;
     }
     if ((memory != NULL) && (memory->handle_len > 0) &&
-        (memory->owner->ops->mem_check != NULL)) {
-        status = memory->owner->ops->mem_check(memory->vram);
+        (memory->owner->driver->ops->mem_check != NULL)) {
+        status = memory->owner->driver->ops->mem_check(memory->vram);
     }
     gpumem_region_unlock_gpu(gpu);
     return status;
@@ -1689,7 +1700,7 @@ ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
     region = gpumem_mem_index_find_region(gpu, address);
     if (region != NULL) {
         *base_p = region->address;
-        *size_p = region->size;
+        *size_p = region->asked;
         status  = UCS_OK;
     }
     gpumem_gpu_unlock(gpu);
@@ -1698,18 +1709,30 @@ ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
 
 ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
                                     uint64_t *base_p, size_t *size_p,
-                                    int *own_p)
+                                    size_t *asked_p, int *own_p)
 {
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
     gpumem_driver_addr_attr_t attr;
+    gpumem_region_t *region;
 
-    if (gpumem_find_range(gpu, address, base_p, size_p) == UCS_OK) {
-        *own_p = 1;
+    gpumem_gpu_lock(gpu);
+    region = gpumem_mem_index_find_region(gpu, address);
+    if (region != NULL) {
+        *base_p = region->address;
+        *size_p = region->size;
+        *own_p  = 1;
+        if (asked_p != NULL) {
+            *asked_p = region->asked;
+        }
+    }
+    gpumem_gpu_unlock(gpu);
+    if (region != NULL) {
         return UCS_OK;
     }
 
-    if ((gpu->ops->addr_query == NULL) ||
-        (gpu->ops->addr_query(gpu->driver, (const void*)(uintptr_t)address,
-                              &attr) != UCS_OK) ||
+    if ((ops->addr_query == NULL) ||
+        (ops->addr_query(gpu->driver, (const void*)(uintptr_t)address,
+                         &attr) != UCS_OK) ||
         (attr.gpu_index != gpu->index)) {
         return UCS_ERR_NO_ELEM;
     }
@@ -1717,6 +1740,9 @@ ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
     *base_p = attr.base;
     *size_p = attr.size;
     *own_p  = 0;
+    if (asked_p != NULL) {
+        *asked_p = attr.size;
+    }
     return UCS_OK;
 }
 

@@ -189,20 +189,23 @@ gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address);
 /**
  * The first byte and size of the region of @a gpu whose addresses hold
  * @a address, read in one call, so that a free in another thread cannot
- * come between; UCS_ERR_NO_ELEM if none does.
+ * come between; UCS_ERR_NO_ELEM if none does. The size of an allocation is
+ * the bytes alloc was asked for (as cuMemGetAddressRange gives), not them
+ * rounded up to pages.
  */
 ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
                                uint64_t *base_p, size_t *size_p);
 
 /**
- * The allocation that holds @a address, its first byte and size: a region
- * of @a gpu (*own_p is 1), else memory the application allocated on the
- * driver with its own calls (cudaMalloc; *own_p is 0). UCS_ERR_NO_ELEM if
- * neither holds it.
+ * The allocation that holds @a address, its first byte and size (the bytes
+ * it has: an allocation's rounded up to pages) and, where @a asked_p is not
+ * NULL, the bytes it was asked for: a region of @a gpu (*own_p is 1), else
+ * memory the application allocated on the driver with its own calls
+ * (cudaMalloc; *own_p is 0). UCS_ERR_NO_ELEM if neither holds it.
  */
 ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
                                     uint64_t *base_p, size_t *size_p,
-                                    int *own_p);
+                                    size_t *asked_p, int *own_p);
 
 /**
  * The index of the GPU of @a driver whose device addresses hold

@@ -90,6 +90,8 @@ struct gpumem_region {
     gpumem_mapping_t *mapping;   /* NULL once the GPU was released */
     uint64_t         address;
     size_t           size;
+    size_t           asked;      /* The bytes alloc was asked for (size is
+                                    them rounded up), or size */
     void             *host;
     int              from_alloc; /* alloc gave it (bus() takes only these) */
     ucs_list_link_t  list;       /* In the GPU's regions */
@@ -105,7 +107,6 @@ struct gpumem_gpu {
                                               destroy) and one per memory it
                                               owns; under the global lock */
     gpumem_driver_t           *driver;
-    const gpumem_driver_ops_t *ops;
     gpumem_driver_gpu_t       *dgpu;
     unsigned                  index;
     int                       released;

@@ -158,6 +158,7 @@ gpumem_nic_export_locked(gpumem_gpu_t *gpu, uint64_t address, size_t length,
                          const char *nic, ucs_log_level_t log_level,
                          gpumem_nic_export_t *nic_export)
 {
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
     char reason[GPUMEM_NIC_REASON_MAX];
     char name[GPUMEM_TOPO_PCI_STR_MAX];
     gpumem_nic_facts_t facts;
@@ -183,21 +184,21 @@ gpumem_nic_export_locked(gpumem_gpu_t *gpu, uint64_t address, size_t length,
     vram_offset  = address - region->mapping->va;
     gpumem_gpu_name(gpu, name);
 
-    facts.driver      = gpu->ops->name;
+    facts.driver      = ops->name;
     facts.dmabuf      = UCS_ERR_UNSUPPORTED;
-    facts.phys_known  = !(gpu->ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS);
+    facts.phys_known  = !(ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS);
     facts.vram_offset = nic_export->vram->phys;
     facts.vram_size   = nic_export->vram->size;
-    facts.bar_size    = gpu->ops->bar_size(gpu->dgpu);
-    if ((allow != GPUMEM_NIC_ALLOW_BAR) && (gpu->ops->dmabuf_export != NULL)) {
+    facts.bar_size    = ops->bar_size(gpu->dgpu);
+    if ((allow != GPUMEM_NIC_ALLOW_BAR) && (ops->dmabuf_export != NULL)) {
         size_t offset = 0;
-        facts.dmabuf  = gpu->ops->dmabuf_export(nic_export->vram,
-                                                &nic_export->dmabuf_fd, &offset);
+        facts.dmabuf  = ops->dmabuf_export(nic_export->vram,
+                                           &nic_export->dmabuf_fd, &offset);
         dmabuf_offset = offset;
     }
 
     nic_export->way = gpumem_nic_choose(allow, allowed_by, &facts, reason,
-                                    sizeof(reason));
+                                        sizeof(reason));
     if (nic_export->way == GPUMEM_NIC_WAY_NONE) {
         ucs_log(log_level, "gpumem: %s: cannot register %zu bytes of device "
                 "memory at 0x%" PRIx64 " (GPU %s): %s", nic, length, address,
@@ -213,7 +214,7 @@ gpumem_nic_export_locked(gpumem_gpu_t *gpu, uint64_t address, size_t length,
     /* The window is the way in for the BAR, and for a dma-buf the host
      * mapping that a NIC which refuses dma-bufs registers instead */
     if (gpumem_nic_in_bar(&facts)) {
-        status = gpu->ops->bar_map(nic_export->vram, &nic_export->window);
+        status = ops->bar_map(nic_export->vram, &nic_export->window);
         if (status != UCS_OK) {
             ucs_log(log_level, "gpumem: %s: cannot map the BAR window on GPU "
                     "%s's memory: %s", nic, name, ucs_status_string(status));
@@ -255,7 +256,8 @@ void gpumem_nic_unexport(gpumem_nic_export_t *nic_export)
 {
     gpumem_nic_export_close_fd(nic_export);
     if (nic_export->window != NULL) {
-        nic_export->gpu->ops->bar_unmap(nic_export->vram, nic_export->window);
+        nic_export->gpu->driver->ops->bar_unmap(nic_export->vram,
+                                                nic_export->window);
         nic_export->window = NULL;
     }
 }
@@ -272,9 +274,9 @@ ucs_status_t gpumem_dmabuf(gpumem_gpu_t *gpu, uint64_t address, int *fd_p,
     if (region == NULL) {
         status = UCS_ERR_NO_ELEM;
     } else if ((region->mapping->memory->type == GPUMEM_MEMORY_VRAM) &&
-               (gpu->ops->dmabuf_export != NULL)) {
-        status = gpu->ops->dmabuf_export(region->mapping->memory->vram, fd_p,
-                                         &offset);
+               (gpu->driver->ops->dmabuf_export != NULL)) {
+        status    = gpu->driver->ops->dmabuf_export(
+                region->mapping->memory->vram, fd_p, &offset);
         *offset_p = offset + (address - region->mapping->va);
     }
     gpumem_gpu_unlock(gpu);

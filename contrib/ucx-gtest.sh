@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# UCX's own googletest families on gpumem's transports and memory domains
+# (test/ucx-gtest/gpumem_families.cc): builds UCX's test framework and the
+# families from the source tree of the UCX gpumem is built against, links
+# them against that UCX's libraries, runs gpumem's instantiations with the
+# plugin loaded, and prints the counts. Fails if any test fails.
+#
+#   contrib/ucx-gtest.sh UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]
+#
+# UCX_INFO and UCX_LIBDIR are that UCX's ucx_info and libraries (as
+# configure found them: `make check-ucx-gtest` passes them), PLUGIN the
+# built libuct_gpumem.so. The framework's objects are cached
+# under $GPUMEM_CACHE_DIR/ucx-gtest, keyed by the UCX version, its build
+# configuration (ucx_info -b) and the compiler; the families' objects by
+# this file and the families file too. Nothing of UCX's is copied into
+# gpumem: its sources are compiled where they are.
+set -euo pipefail
+
+usage() {
+    echo "usage: $0 UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]" >&2
+    exit 2
+}
+
+[ $# -ge 4 ] || usage
+src=$(cd "$1" && pwd)
+ucx_info=$2
+libdir=$3
+plugin=$(readlink -f "$4")
+top=$(cd "$(dirname "$0")/.." && pwd)
+work=${5:-$PWD/ucx-gtest}
+families=$top/test/ucx-gtest/gpumem_families.cc
+jobs=${GPUMEM_JOBS:-2}
+
+[ -f "$src/test/gtest/uct/uct_test.h" ] ||
+    { echo "ucx-gtest: no UCX googletest sources in $src" >&2; exit 1; }
+[ -f "$plugin" ] || { echo "ucx-gtest: no plugin $plugin" >&2; exit 1; }
+
+[ -x "$ucx_info" ] || { echo "ucx-gtest: no ucx_info $ucx_info" >&2; exit 1; }
+[ -e "$libdir/libucs.so" ] ||
+    { echo "ucx-gtest: no UCX libraries in $libdir" >&2; exit 1; }
+includedir=$(cd "$libdir/.." && pwd)/include
+[ -f "$includedir/uct/api/uct.h" ] || includedir=
+mkdir -p "$work"
+
+# The installed UCX's own configuration is the framework's config.h, so
+# that its structures are those of the libraries it links with
+"$ucx_info" -b > "$work/config.h.new"
+cmp -s "$work/config.h.new" "$work/config.h" ||
+    mv "$work/config.h.new" "$work/config.h"
+rm -f "$work/config.h.new"
+
+version=$("$ucx_info" -v |
+          sed -n 's/^# \(Library \)\{0,1\}[Vv]ersion:\{0,1\} *\([0-9][0-9.]*\).*/\2/p' |
+          head -1)
+[ -n "$version" ] || { echo "ucx-gtest: $ucx_info says no version" >&2; exit 1; }
+cxx=${CXX:-g++}
+cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
+          -I$work -I$src/src -I$src/test -I$src/test/gtest
+          -Wno-deprecated-declarations ${includedir:+-isystem $includedir}"
+key=$({ cat "$work/config.h"; "$cxx" --version; echo "$cxxflags";
+        cat "$0"; } | sha256sum | cut -c1-12)
+cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}/ucx-gtest/$version-$key
+mkdir -p "$cache"
+
+# UCX's framework: what every UCT family needs
+framework="common/googletest/gtest.cc common/googletest/gtest-death-test.cc
+           common/googletest/gtest-filepath.cc common/googletest/gtest-port.cc
+           common/googletest/gtest-printers.cc
+           common/googletest/gtest-test-part.cc
+           common/googletest/gtest-typed-test.cc
+           common/googletest/gtest-matchers.cc
+           common/main.cc common/test.cc common/test_helpers.cc
+           common/mem_buffer.cc common/test_watchdog.cc
+           uct/uct_test.cc uct/uct_p2p_test.cc"
+# The families of gpumem_families.cc
+family_names=$(sed -n 's/^#.*defined(GPUMEM_UCX_FAMILY_\([A-Z0-9_]*\)).*/\1/p' \
+               "$families")
+fam_key=$(cat "$families" | sha256sum | cut -c1-12)
+
+compile() {
+    local out=$1; shift
+    [ -f "$out" ] && return 0
+    # shellcheck disable=SC2086
+    "$cxx" $cxxflags "$@" -c -o "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
+}
+
+objects=()
+pids=()
+run_job() {
+    compile "$@" &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "$jobs" ]; then
+        wait "${pids[0]}"
+        pids=("${pids[@]:1}")
+    fi
+}
+
+started=$(date +%s)
+for f in $framework; do
+    [ -f "$src/test/gtest/$f" ] || continue   # gtest-matchers is 1.14+
+    o=$cache/$(echo "$f" | tr / _ | sed 's/\.cc$/.o/')
+    objects+=("$o")
+    run_job "$o" "$src/test/gtest/$f"
+done
+for fam in $family_names; do
+    o=$cache/family_${fam}_$fam_key.o
+    objects+=("$o")
+    run_job "$o" "-DGPUMEM_UCX_FAMILY_$fam" "$families"
+done
+for pid in "${pids[@]}"; do
+    wait "$pid"
+done
+
+"$cxx" -o "$work/gtest" "${objects[@]}" -L"$libdir" -Wl,-rpath,"$libdir" \
+    -lucp -luct -lucs -lucm -lpthread -ldl
+echo "ucx-gtest: UCX $version googletest families built in $(( $(date +%s) - started )) s"
+
+# Tests of the families that do not apply to one of gpumem's transports,
+# and why (the families themselves are chosen in gpumem_families.cc)
+excluded=(
+    # The receiver's buffer is host memory, which gpumem_ipc does not
+    # register: gpumemipc reaches a peer's device memory only
+    "gpumemipc/uct_flush_test.put_bcopy_*"
+    "gpumemipc/test_p2p_rma_madvise.*"
+)
+filter="gpumem*-$(IFS=:; echo "${excluded[*]}")"
+
+shm=$(mktemp -d)
+trap 'rm -rf "$shm"' EXIT
+log=$work/gtest.log
+status=0
+( cd "$work" &&
+  UCX_GPUMEM_EMU_SHM_DIR=$shm UCX_HANDLE_ERRORS=bt UCX_LOG_LEVEL=warn \
+  LD_PRELOAD=$plugin timeout 900 ./gtest --gtest_filter="$filter" ) \
+    > "$log" 2>&1 || status=$?
+
+ran=$(grep -c '^\[ RUN      \]' "$log" || true)
+ok=$(grep -c '^\[       OK \]' "$log" || true)
+skipped=$(grep -c '^\[     SKIP \]' "$log" || true)
+failed=$(grep -c '^\[  FAILED  \].*ms)$' "$log" || true)
+echo "ucx-gtest: UCX $version: $ran ran, $((ok - skipped)) passed," \
+     "$failed failed, $skipped skipped (log: $log)"
+if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$ran" -eq 0 ]; then
+    grep '^\[  FAILED  \].*ms)$' "$log" || tail -20 "$log"
+    exit 1
+fi
