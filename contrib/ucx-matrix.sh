@@ -7,7 +7,8 @@
 # For each tree: UCX is built and installed once into the set-up cache
 # (contrib/ucx-build.sh, keyed by its commit), gpumem is built against it
 # with -Werror from a copy of this checkout (uncommitted changes included),
-# then "make check", the demo, native loading through UCX_PLUGIN_PATH (where
+# then "make check", UCX's own googletest families ("make
+# check-ucx-gtest"), the demo, native loading through UCX_PLUGIN_PATH (where
 # UCX has it) and, twice, the device/host ratios of bench/transfer_bench.sh.
 # Last, the plugin of each version is loaded into the next version's UCX,
 # which its guard must refuse. Logs are under $GPUMEM_MATRIX_DIR
@@ -49,6 +50,11 @@ copy_sources() {
     else
         tar -C "$top" -cf - . | tar -C "$dest" -xf -
     fi
+}
+
+# The counts line of a "make check-ucx-gtest" log
+ucx_gtest_counts() {
+    sed -n 's/^ucx-gtest: UCX [^:]*: \(.*\) (log: .*/\1/p' "$1" | tail -n 1
 }
 
 # gtest's counts and the scripts' PASS/FAIL lines of a "make check" log
@@ -132,6 +138,13 @@ run_version() {
         result+="; check ok ($(check_counts "$build/check.log"))"
     else
         result+="; check FAILED ($(check_counts "$build/check.log"))"
+    fi
+
+    # UCX's own googletest families, from the same source tree
+    if make -C "$gpumem" check-ucx-gtest >"$build/ucx-gtest.log" 2>&1; then
+        result+="; UCX gtest ok ($(ucx_gtest_counts "$build/ucx-gtest.log"))"
+    else
+        result+="; UCX gtest FAILED ($(ucx_gtest_counts "$build/ucx-gtest.log"))"
     fi
 
     if (cd "$gpumem" && shm=$(mktemp -d) &&
