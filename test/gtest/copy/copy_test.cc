@@ -15,7 +15,8 @@ namespace gpumem_test {
 
 ucs_status_t open_device_iface(uct_md_h md, uct_worker_h worker,
                                const char *tl_name, const char *dev_name,
-                               uct_iface_h *iface_p)
+                               uct_iface_h *iface_p,
+                               uct_error_handler_t err_handler, void *err_arg)
 {
     uct_iface_config_t *config;
     uct_iface_params_t params;
@@ -32,6 +33,14 @@ ucs_status_t open_device_iface(uct_md_h md, uct_worker_h worker,
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = tl_name;
     params.mode.device.dev_name = dev_name;
+    if (err_handler != NULL) {
+        params.field_mask       |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                   UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                   UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.err_handler       = err_handler;
+        params.err_handler_arg   = err_arg;
+        params.err_handler_flags = 0;
+    }
     status = uct_iface_open(md, worker, &params, config, iface_p);
     uct_config_release(config);
     return status;

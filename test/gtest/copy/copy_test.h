@@ -22,10 +22,13 @@
 namespace gpumem_test {
 
 /* An interface of transport @a tl_name on device @a dev_name of @a md, in
- * the transport's default configuration */
+ * the transport's default configuration; @a err_handler, if given, is its
+ * error handler, called with @a err_arg */
 ucs_status_t open_device_iface(uct_md_h md, uct_worker_h worker,
                                const char *tl_name, const char *dev_name,
-                               uct_iface_h *iface_p);
+                               uct_iface_h *iface_p,
+                               uct_error_handler_t err_handler = NULL,
+                               void *err_arg = NULL);
 
 /* The status of @a request once complete, calling @a progress until then;
  * UCS_INPROGRESS after a minute */

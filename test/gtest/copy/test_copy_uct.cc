@@ -17,6 +17,7 @@ extern "C" {
 }
 
 #include <climits>
+#include <poll.h>
 #include <cstring>
 #include <vector>
 
@@ -373,7 +374,9 @@ TEST_F(copy_uct, iface_query_advertises_put_get_short_bcopy_zcopy_to_iface) {
     ASSERT_TRUE(iface != NULL);
     ASSERT_EQ(UCS_OK, uct_iface_query(iface, &attr));
     EXPECT_EQ(flags, attr.cap.flags);
-    EXPECT_EQ(0u, attr.cap.event_flags);
+    EXPECT_EQ((uint64_t)(UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                         UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD),
+              attr.cap.event_flags);
     EXPECT_EQ(8u, attr.iface_addr_len);
     EXPECT_EQ(0u, attr.device_addr_len);
     EXPECT_EQ(0u, attr.ep_addr_len);
@@ -744,4 +747,45 @@ TEST_F(copy_uct, copy_beyond_an_allocation_is_an_error_not_a_crash) {
     EXPECT_EQ(0, comp.calls);
     EXPECT_LE(2u, log.lines().size());
     device_free(dev);
+}
+
+/* Completion events, as UCP's wakeup mode uses them: the interface's
+ * descriptor; arming is busy while a zero-copy operation waits for
+ * progress, and succeeds once nothing does; a post after an arm makes the
+ * descriptor readable, so that a sleeper wakes to progress it */
+TEST_F(copy_uct, events_arm_busy_while_in_flight_and_wake_on_a_post) {
+    const size_t size = 4 << 20;
+    std::vector<char> host(size, 'e');
+    void *device;
+    counted_comp comp;
+    struct pollfd pfd;
+    int fd;
+
+    connect();
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_iface, &fd));
+    device = device_alloc(size);
+    ASSERT_TRUE(device != NULL);
+
+    EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_iface, UCT_EVENT_SEND_COMP |
+                                                   UCT_EVENT_RECV));
+    pfd.fd     = fd;
+    pfd.events = POLLIN;
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "readable with nothing posted";
+
+    /* A post after the arm wakes the sleeper */
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, &host[0], size, device, &comp));
+    EXPECT_EQ(1, poll(&pfd, 1, 1000)) << "the post did not wake";
+    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_iface,
+                                                UCT_EVENT_SEND_COMP));
+    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_iface,
+                                                UCT_EVENT_SEND_COMP))
+            << "armed while the copy waits for progress";
+
+    while (comp.calls == 0) {
+        uct_worker_progress(m_worker);
+    }
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_iface, UCT_EVENT_SEND_COMP));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_iface_event_arm(m_iface, 1u << 10));
+    device_free(device);
 }

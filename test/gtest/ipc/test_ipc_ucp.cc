@@ -16,9 +16,12 @@
 #include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/wait.h>
 
 
 using gpumem_test::channel;
@@ -33,13 +36,20 @@ struct ucp_process {
     ucp_worker_h  worker  = NULL;
     ucp_ep_h      ep      = NULL;
 
-    void init(const std::string &tls, uint64_t features = UCP_FEATURE_TAG) {
+    ucs_status_t  peer_error = UCS_OK;   /* What the error handler got */
+
+    void init(const std::string &tls, uint64_t features = UCP_FEATURE_TAG,
+              const char *keepalive_interval = NULL) {
         ucp_worker_params_t worker_params;
         ucp_params_t params;
         ucp_config_t *config;
 
         ASSERT_EQ(UCS_OK, ucp_config_read(NULL, NULL, &config));
         EXPECT_EQ(UCS_OK, ucp_config_modify(config, "TLS", tls.c_str()));
+        if (keepalive_interval != NULL) {
+            EXPECT_EQ(UCS_OK, ucp_config_modify(config, "KEEPALIVE_INTERVAL",
+                                                keepalive_interval));
+        }
         /* Rendezvous from 8 KiB on, whatever the estimates */
         EXPECT_EQ(UCS_OK, ucp_config_modify(config, "RNDV_THRESH", "8k"));
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
@@ -64,12 +74,25 @@ struct ucp_process {
         return result;
     }
 
-    void connect(const std::string &peer) {
+    void connect(const std::string &peer, bool peer_errors = false) {
         ucp_ep_params_t params;
 
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         params.address    = (const ucp_address_t*)peer.data();
+        if (peer_errors) {
+            /* As MPI's fault tolerance asks: the peer's failure is an
+             * error of the endpoint, not of the process */
+            params.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+            params.err_handler.cb  = peer_failed;
+            params.err_handler.arg = this;
+        }
         ASSERT_EQ(UCS_OK, ucp_ep_create(worker, &params, &ep));
+    }
+
+    static void peer_failed(void *arg, ucp_ep_h, ucs_status_t status) {
+        ((ucp_process*)arg)->peer_error = status;
     }
 
     ucs_status_t flush() {
@@ -233,6 +256,83 @@ INSTANTIATE_TEST_SUITE_P(
                         ucp_setup{"tcp,gpumemcpy,gpumemipc", 0, 1},
                         ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 0}),
         setup_name);
+
+
+/* With peer error handling (UCP_ERR_HANDLING_MODE_PEER), device buffers
+ * still move through gpumemipc zero-copy, and a peer killed after is the
+ * endpoint's error, told by UCP's keepalive (gpumemipc's ep_check) */
+TEST_F(ipc_test, ucp_with_peer_errors_is_zero_copy_and_tells_a_killed_peer) {
+    const char *tls     = "tcp,gpumemcpy,gpumemipc";
+    const size_t size   = 1 << 20;
+    uct_gpumem_ipc_stats_t before;
+    ucp_request_param_t param;
+    uint64_t sender_bytes;
+    ucp_process ucp;
+    channel chan;
+    void *dst;
+    pid_t pid;
+
+    pid = fork_child([&]() {
+        uct_gpumem_ipc_stats_t child_before = stats();
+        ucp_process sender;
+        void *src;
+
+        chan.child_side();
+        setenv("UCX_GPUMEM_ALLOC_GPU", "1", 1);
+        sender.init(tls, UCP_FEATURE_TAG, "100ms");
+        chan.send(sender.address());
+        sender.connect(chan.recv(), true);
+
+        src = device_alloc(size, 1);
+        ASSERT_TRUE(src != NULL);
+        to_device(src, pattern(size, 7));
+        param.op_attr_mask = 0;
+        EXPECT_EQ(UCS_OK, sender.wait(ucp_tag_send_nbx(sender.ep, src, size,
+                                                       tag, &param)));
+        EXPECT_EQ("received", chan.recv());
+        chan.send(std::to_string(stats().bytes - child_before.bytes));
+        chan.recv(); /* Killed while it waits */
+    });
+
+    before = stats();
+    setenv("UCX_GPUMEM_ALLOC_GPU", "0", 1);
+    ucp.init(tls, UCP_FEATURE_TAG, "100ms");
+    unsetenv("UCX_GPUMEM_ALLOC_GPU");
+    chan.send(ucp.address());
+    ucp.connect(chan.recv(), true);
+
+    dst = device_alloc(size, 0);
+    ASSERT_TRUE(dst != NULL);
+    param.op_attr_mask = 0;
+    EXPECT_EQ(UCS_OK, ucp.wait(ucp_tag_recv_nbx(ucp.worker, dst, size, tag,
+                                                (ucp_tag_t)-1, &param)));
+    EXPECT_TRUE(pattern(size, 7) == from_device(dst, size)) << "bytes differ";
+    chan.send("received");
+    sender_bytes = std::stoull(chan.recv());
+    EXPECT_LE((uint64_t)size, (stats().bytes - before.bytes) + sender_bytes)
+            << "the rendezvous did not go through gpumemipc";
+    EXPECT_EQ(UCS_OK, ucp.peer_error);
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    {
+        log_capture log; /* UCP says what failed */
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::seconds(30);
+        while ((ucp.peer_error == UCS_OK) &&
+               (std::chrono::steady_clock::now() < deadline)) {
+            ucp_worker_progress(ucp.worker);
+        }
+    }
+    EXPECT_NE(UCS_OK, ucp.peer_error) << "the killed peer was not told";
+    device_free(dst);
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    ucp.wait(ucp_ep_close_nbx(ucp.ep, &param));
+    ucp_worker_destroy(ucp.worker);
+    ucp_cleanup(ucp.context);
+}
 
 
 /* GPU 0 and GPU 2 of this machine do not reach each other: gpumemipc says

@@ -213,8 +213,9 @@ TEST_F(ipc_uct, md_registers_device_memory_and_needs_a_key) {
     open_uct();
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
     EXPECT_STREQ(IPC_COMPONENT, attr.component_name);
-    EXPECT_EQ((uint64_t)(UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY),
-              attr.cap.flags);
+    /* INVALIDATE: UCP's peer error handling selects the domain */
+    EXPECT_EQ((uint64_t)(UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+                         UCT_MD_FLAG_INVALIDATE), attr.cap.flags);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.reg_mem_types);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA), attr.cap.access_mem_types);
     /* Host memory named for UCX 1.13's RMA key resolution only: nothing is
@@ -252,12 +253,17 @@ TEST_F(ipc_uct, iface_query_advertises_rma_to_iface_and_small_addresses) {
     const uint64_t flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                            UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
                            UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
-                           UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING;
+                           UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING |
+                           UCT_IFACE_FLAG_EP_CHECK |
+                           UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     uct_iface_attr_t attr;
 
     open_uct();
     ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
     EXPECT_EQ(flags, attr.cap.flags);
+    EXPECT_EQ((uint64_t)(UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                         UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD),
+              attr.cap.event_flags);
     EXPECT_EQ(8u, attr.device_addr_len);
     EXPECT_GE(16u, attr.iface_addr_len);
     EXPECT_EQ(0u, attr.ep_addr_len);
@@ -1189,4 +1195,63 @@ TEST_F(ipc_uct, peer_whose_gpu_is_reached_by_nvlink_is_reachable) {
             m_iface, (const uct_device_addr_t*)dev_addr.data(),
             (const uct_iface_addr_t*)iface_addr.data()));
     end_peer(chan, pid);
+}
+
+/* Peer failure, as cuda_ipc has it: ep_check of an endpoint whose peer
+ * process lives finds nothing; once the peer is killed, the interface's
+ * error handler is called for the endpoint, at progress */
+static ucs_status_t ipc_uct_peer_failed(void *arg, uct_ep_h ep,
+                                        ucs_status_t status)
+{
+    std::vector<std::pair<uct_ep_h, ucs_status_t> > *failed =
+            (std::vector<std::pair<uct_ep_h, ucs_status_t> >*)arg;
+
+    failed->push_back(std::make_pair(ep, status));
+    return UCS_OK;
+}
+
+TEST_F(ipc_uct, ep_check_tells_a_killed_peer_to_the_error_handler) {
+    std::vector<std::pair<uct_ep_h, ucs_status_t> > failed;
+    std::string dev_addr, iface_addr;
+    uct_iface_attr_t attr;
+    uct_iface_h iface;
+    channel chan;
+    uct_ep_h ep;
+    pid_t pid;
+
+    pid = fork_peer_on_gpu(chan, 1, &dev_addr, &iface_addr);
+    ASSERT_EQ(UCS_OK, gpumem_test::open_device_iface(
+                              m_md, m_worker, IPC_TL, IPC_DEV, &iface,
+                              ipc_uct_peer_failed, &failed));
+    ASSERT_EQ(UCS_OK, uct_iface_query(iface, &attr));
+    EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+    EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_EP_CHECK);
+
+    uct_ep_params_t params = {};
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface;
+    params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
+    params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
+    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+
+    EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
+    for (int i = 0; i < 100; ++i) {
+        uct_worker_progress(m_worker);
+    }
+    EXPECT_TRUE(failed.empty()) << "a live peer was reported";
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
+    for (int i = 0; (i < 100000) && failed.empty(); ++i) {
+        uct_worker_progress(m_worker);
+    }
+    ASSERT_EQ(1u, failed.size()) << "the killed peer was not reported";
+    EXPECT_EQ(ep, failed[0].first);
+    EXPECT_NE(UCS_OK, failed[0].second);
+
+    uct_ep_destroy(ep);
+    uct_iface_close(iface);
 }

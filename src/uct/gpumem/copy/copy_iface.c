@@ -136,6 +136,25 @@ static int uct_gpumem_copy_iface_is_reachable(
            !memcmp(iface_addr, &iface->id, sizeof(iface->id));
 }
 
+static ucs_status_t uct_gpumem_copy_iface_event_fd_get(uct_iface_h tl_iface,
+                                                       int *fd_p)
+{
+    *fd_p = ucs_derived_of(tl_iface, uct_gpumem_copy_iface_t)->event.fd;
+    return UCS_OK;
+}
+
+/* Completions come at progress: busy while anything is queued */
+static ucs_status_t uct_gpumem_copy_iface_event_arm(uct_iface_h tl_iface,
+                                                    unsigned events)
+{
+    uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
+                                                    uct_gpumem_copy_iface_t);
+
+    return uct_gpumem_iface_event_arm(&iface->event, events,
+                                      !ucs_queue_is_empty(&iface->queue),
+                                      UCT_GPUMEM_COPY_TL_NAME);
+}
+
 static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
                                                 uct_iface_attr_t *iface_attr)
 {
@@ -158,7 +177,7 @@ static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
                                           UCT_IFACE_FLAG_GET_BCOPY        |
                                           UCT_IFACE_FLAG_GET_ZCOPY        |
                                           UCT_IFACE_FLAG_PENDING;
-    iface_attr->cap.event_flags         = 0;
+    iface_attr->cap.event_flags         = UCT_GPUMEM_IFACE_EVENT_FLAGS;
 
     /* UCP's memory-type packing uses short operations of any length */
     iface_attr->cap.put.max_short       = UINT_MAX;
@@ -425,6 +444,7 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
     op->copy   = copy;
     ++ep->outstanding;
     ucs_queue_push(&iface->queue, &op->queue);
+    uct_gpumem_iface_event_posted(&iface->event);
     return UCS_INPROGRESS;
 }
 
@@ -458,6 +478,7 @@ ucs_status_t uct_gpumem_copy_iface_flush_queue(uct_gpumem_copy_iface_t *iface,
     op->req.length = 0;
     op->req.peer   = NULL;
     ucs_queue_push(&iface->queue, &op->queue);
+    uct_gpumem_iface_event_posted(&iface->event);
     return UCS_INPROGRESS;
 }
 
@@ -554,8 +575,8 @@ static uct_iface_ops_t uct_gpumem_copy_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_gpumem_copy_iface_progress,
-    .iface_event_fd_get       = uct_gpumem_iface_event_fd_get_unsupported,
-    .iface_event_arm          = uct_gpumem_iface_event_arm_unsupported,
+    .iface_event_fd_get       = uct_gpumem_copy_iface_event_fd_get,
+    .iface_event_arm          = uct_gpumem_copy_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_copy_iface_t),
     .iface_query              = uct_gpumem_copy_iface_query,
@@ -627,11 +648,21 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
                                    &uct_gpumem_copy_op_mpool_ops,
                                    "gpumem_copy_ops");
     if (status != UCS_OK) {
-        ucs_free(self->bounce);
-        return status;
+        goto err_free_bounce;
     }
 
+    status = uct_gpumem_iface_event_init(&self->event,
+                                         UCT_GPUMEM_COPY_TL_NAME);
+    if (status != UCS_OK) {
+        goto err_mpool;
+    }
     return UCS_OK;
+
+err_mpool:
+    ucs_mpool_cleanup(&self->op_mp, 1);
+err_free_bounce:
+    ucs_free(self->bounce);
+    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_copy_iface_t)
@@ -657,6 +688,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_copy_iface_t)
 
     ucs_mpool_cleanup(&self->op_mp, 1);
     ucs_free(self->bounce);
+    uct_gpumem_iface_event_cleanup(&self->event);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_copy_iface_t, uct_base_iface_t);

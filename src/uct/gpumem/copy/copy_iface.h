@@ -12,6 +12,7 @@
 #include <uct/gpumem/gpumem_md.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <uct/base/uct_iface.h>
+#include <uct/gpumem/base/gpumem_iface_event.h>
 #include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
@@ -96,6 +97,7 @@ typedef struct uct_gpumem_copy_iface {
     int                          fenced;   /* Next short/bcopy waits for the
                                               queue's bytes */
     void                         *bounce;  /* seg_size bytes */
+    uct_gpumem_iface_event_t     event;    /* Completions, for wakeup */
     struct {
         size_t                   seg_size;
         unsigned                 max_poll;

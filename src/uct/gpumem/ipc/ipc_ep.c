@@ -25,6 +25,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
                                                    uct_gpumem_ipc_iface_t);
     const uct_gpumem_ipc_iface_addr_t *addr;
     char gpu_name[GPUMEM_TOPO_PCI_STR_MAX];
+    ucs_status_t status;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     if (!uct_gpumem_ipc_iface_reaches(iface, params->dev_addr,
@@ -42,6 +43,13 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
     self->peer_gpu.dev     = addr->gpu_dev;
     self->peer_gpu.fn      = addr->gpu_fn;
     self->outstanding      = 0;
+
+    status = uct_ep_keepalive_init(&self->keepalive, self->peer_pid);
+    if (status != UCS_OK) {
+        ucs_error("gpumemipc: process %d, the peer, is gone", self->peer_pid);
+        return status;
+    }
+
     ucs_debug("gpumemipc: ep %p to process %d on GPU %s", self,
               self->peer_pid,
               gpumem_pci_addr_str(&self->peer_gpu, gpu_name,
@@ -65,6 +73,12 @@ UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
                           const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
 
+
+/* A key rkey_unpack gave: neither UCT_INVALID_RKEY nor none at all */
+static UCS_F_ALWAYS_INLINE int uct_gpumem_ipc_rkey_given(uct_rkey_t rkey)
+{
+    return (rkey != UCT_INVALID_RKEY) && (rkey != 0);
+}
 
 /* The remote range, which the key must give whole */
 static ucs_status_t
@@ -167,8 +181,8 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return UCS_OK;
     }
 
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY, "gpumemipc: %s needs the "
-                           "remote key of gpumem_ipc", op_name);
+    UCT_GPUMEM_CHECK_PARAM(uct_gpumem_ipc_rkey_given(rkey), "gpumemipc: %s "
+                           "needs the remote key of gpumem_ipc", op_name);
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iov[0].buffer, remote_addr,
                                        length, op_name, &gpu, &local_dev,
@@ -194,6 +208,16 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     return status;
 }
 
+ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                     uct_completion_t *comp)
+{
+    uct_gpumem_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_ipc_ep_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->peer_pid, flags, comp);
+    return UCS_OK;
+}
+
 ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                          unsigned length, uint64_t remote_addr,
                                          uct_rkey_t rkey)
@@ -213,7 +237,7 @@ ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return UCS_OK;
     }
 
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+    UCT_GPUMEM_CHECK_PARAM(uct_gpumem_ipc_rkey_given(rkey),
                            "gpumemipc: put_short needs the remote key of "
                            "gpumem_ipc");
 
@@ -253,7 +277,7 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return 0;
     }
 
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+    UCT_GPUMEM_CHECK_PARAM(uct_gpumem_ipc_rkey_given(rkey),
                            "gpumemipc: put_bcopy needs the remote key of "
                            "gpumem_ipc");
 
@@ -294,7 +318,7 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_OK;
     }
 
-    UCT_GPUMEM_CHECK_PARAM(rkey != UCT_INVALID_RKEY,
+    UCT_GPUMEM_CHECK_PARAM(uct_gpumem_ipc_rkey_given(rkey),
                            "gpumemipc: get_bcopy needs the remote key of "
                            "gpumem_ipc");
 

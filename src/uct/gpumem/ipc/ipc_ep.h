@@ -14,10 +14,12 @@
 
 
 typedef struct uct_gpumem_ipc_ep {
-    uct_base_ep_t     super;
-    pid_t             peer_pid;
-    gpumem_pci_addr_t peer_gpu;
-    unsigned          outstanding;   /* Its copies not completed */
+    uct_base_ep_t        super;
+    pid_t                peer_pid;
+    uct_keepalive_info_t keepalive;  /* The peer's start: ep_check tells a
+                                        dead peer, or its pid reused */
+    gpumem_pci_addr_t    peer_gpu;
+    unsigned             outstanding;   /* Its copies not completed */
 } uct_gpumem_ipc_ep_t;
 
 
@@ -25,6 +27,11 @@ UCS_CLASS_DECLARE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
                            const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
 
+
+/* Whether the peer process still lives; the interface's error handler is
+ * called for the endpoint at progress where it does not */
+ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                     uct_completion_t *comp);
 
 ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                          unsigned length, uint64_t remote_addr,

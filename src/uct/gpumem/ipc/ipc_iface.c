@@ -209,14 +209,18 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     iface_attr->max_conn_priv           = 0;
     /* PENDING: no operation runs out of resources, so pending_add answers
      * UCS_ERR_BUSY (try again now) and nothing waits */
+    /* ERRHANDLE_PEER_FAILURE, EP_CHECK: ep_check tells a dead peer (UCP's
+     * keepalive), as cuda_ipc's does */
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                                           UCT_IFACE_FLAG_PUT_SHORT        |
                                           UCT_IFACE_FLAG_PUT_BCOPY        |
                                           UCT_IFACE_FLAG_PUT_ZCOPY        |
                                           UCT_IFACE_FLAG_GET_BCOPY        |
                                           UCT_IFACE_FLAG_GET_ZCOPY        |
-                                          UCT_IFACE_FLAG_PENDING;
-    iface_attr->cap.event_flags         = 0;
+                                          UCT_IFACE_FLAG_PENDING          |
+                                          UCT_IFACE_FLAG_EP_CHECK         |
+                                          UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    iface_attr->cap.event_flags         = UCT_GPUMEM_IFACE_EVENT_FLAGS;
 
     iface_attr->cap.put.max_short       = UCT_GPUMEM_IPC_PUT_MAX_SHORT;
     iface_attr->cap.put.max_bcopy       = UCT_GPUMEM_IPC_MAX_BCOPY;
@@ -300,6 +304,7 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
     op->copy   = copy;
     ++ep->outstanding;
     ucs_queue_push(&iface->ops, &op->queue);
+    uct_gpumem_iface_event_posted(&iface->event);
     return UCS_INPROGRESS;
 }
 
@@ -337,6 +342,7 @@ ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
     flush->entry  = NULL;
     flush->status = UCS_OK;
     ucs_queue_push(&iface->flushes, &flush->queue);
+    uct_gpumem_iface_event_posted(&iface->event);
     return UCS_INPROGRESS;
 }
 
@@ -468,6 +474,26 @@ static ucs_status_t uct_gpumem_ipc_iface_fence(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+static ucs_status_t uct_gpumem_ipc_iface_event_fd_get(uct_iface_h tl_iface,
+                                                      int *fd_p)
+{
+    *fd_p = ucs_derived_of(tl_iface, uct_gpumem_ipc_iface_t)->event.fd;
+    return UCS_OK;
+}
+
+/* Completions come at progress: busy while copies or flushes wait */
+static ucs_status_t uct_gpumem_ipc_iface_event_arm(uct_iface_h tl_iface,
+                                                   unsigned events)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+
+    return uct_gpumem_iface_event_arm(&iface->event, events,
+                                      !ucs_queue_is_empty(&iface->ops) ||
+                                      !ucs_queue_is_empty(&iface->flushes),
+                                      UCT_GPUMEM_IPC_TL_NAME);
+}
+
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_ipc_iface_t)(uct_iface_t*);
 
 static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
@@ -480,7 +506,7 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
     .ep_pending_purge         = uct_gpumem_ep_pending_purge_none,
     .ep_flush                 = uct_gpumem_ipc_ep_flush,
     .ep_fence                 = uct_gpumem_ipc_ep_fence,
-    .ep_check                 = uct_gpumem_ep_check_unsupported,
+    .ep_check                 = uct_gpumem_ipc_ep_check,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_ipc_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_ipc_ep_t),
@@ -489,8 +515,8 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_gpumem_ipc_iface_progress,
-    .iface_event_fd_get       = uct_gpumem_iface_event_fd_get_unsupported,
-    .iface_event_arm          = uct_gpumem_iface_event_arm_unsupported,
+    .iface_event_fd_get       = uct_gpumem_ipc_iface_event_fd_get,
+    .iface_event_arm          = uct_gpumem_ipc_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_ipc_iface_t),
     .iface_query              = uct_gpumem_ipc_iface_query,
@@ -573,11 +599,21 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
                                    &uct_gpumem_ipc_op_mpool_ops,
                                    "gpumem_ipc_ops");
     if (status != UCS_OK) {
-        ucs_free(self->bounce);
-        return status;
+        goto err_free_bounce;
     }
 
+    status = uct_gpumem_iface_event_init(&self->event,
+                                         UCT_GPUMEM_IPC_TL_NAME);
+    if (status != UCS_OK) {
+        goto err_mpool;
+    }
     return UCS_OK;
+
+err_mpool:
+    ucs_mpool_cleanup(&self->op_mp, 1);
+err_free_bounce:
+    ucs_free(self->bounce);
+    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
@@ -605,6 +641,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
 
     ucs_mpool_cleanup(&self->op_mp, 1);
     ucs_free(self->bounce);
+    uct_gpumem_iface_event_cleanup(&self->event);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_base_iface_t);

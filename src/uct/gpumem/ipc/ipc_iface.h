@@ -13,6 +13,7 @@
 #include "ipc_reach.h"
 
 #include <uct/base/uct_iface.h>
+#include <uct/gpumem/base/gpumem_iface_event.h>
 #include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucs/datastruct/mpool.h>
@@ -92,6 +93,7 @@ typedef struct uct_gpumem_ipc_iface {
     uint64_t              seq;       /* Of the last copy posted */
     uct_gpumem_ipc_path_t path;      /* What the estimates come from */
     void                  *bounce;   /* Host bytes of bcopy, max_bcopy */
+    uct_gpumem_iface_event_t event;  /* Completions, for wakeup */
     struct {
         unsigned          max_poll;
         uct_gpumem_iface_perf_t perf;  /* What UCP selects lanes by */

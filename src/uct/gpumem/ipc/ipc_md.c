@@ -91,7 +91,9 @@ static ucs_status_t uct_gpumem_ipc_md_query_attr(uct_md_h uct_md,
 {
     uct_gpumem_ipc_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ipc_md_t);
 
-    md_attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    /* INVALIDATE: UCP's error handling of peers needs it (mem_dereg) */
+    md_attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+                                UCT_MD_FLAG_INVALIDATE;
     /* It allocates nothing (no UCT_MD_FLAG_ALLOC); what one transfer may
      * move is an allocation of the GPU's memory, and UCX's users size
      * transfers by max_alloc */
@@ -197,9 +199,20 @@ static ucs_status_t
 uct_gpumem_ipc_md_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
                             const uct_md_mem_dereg_params_t *params)
 {
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    uct_completion_t *comp;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 1);
 
     ucs_free(params->memh);
+
+    /* An invalidation (UCP's, of a failed peer's requests) is done at once:
+     * a peer fails by dying, and a dead process reaches no memory. A live
+     * peer keeps what it imported until it releases it, as cuda_ipc's do */
+    comp = UCT_MD_MEM_DEREG_FIELD_VALUE(params, comp, FIELD_COMPLETION, NULL);
+    if ((UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0) &
+         UCT_MD_MEM_DEREG_FLAG_INVALIDATE) && (comp != NULL)) {
+        uct_invoke_completion(comp, UCS_OK);
+    }
     return UCS_OK;
 }
 
