@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/wait.h>
+#include <unistd.h>
 
 
 using gpumem_test::channel;
@@ -332,6 +333,103 @@ TEST_F(ipc_test, ucp_with_peer_errors_is_zero_copy_and_tells_a_killed_peer) {
     ucp.wait(ucp_ep_close_nbx(ucp.ep, &param));
     ucp_worker_destroy(ucp.worker);
     ucp_cleanup(ucp.context);
+}
+
+
+/* The request's status once complete, sleeping in ucp_worker_wait()
+ * whenever the worker arms (UCP's wakeup mode); @a sleeps_p counts the
+ * sleeps */
+static ucs_status_t wait_sleeping(ucp_worker_h worker, ucs_status_ptr_t request,
+                                  unsigned *sleeps_p)
+{
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(60);
+    ucs_status_t status;
+
+    if (!UCS_PTR_IS_PTR(request)) {
+        return UCS_PTR_STATUS(request);
+    }
+
+    while (((status = ucp_request_check_status(request)) == UCS_INPROGRESS) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        if (ucp_worker_progress(worker) != 0) {
+            continue;
+        }
+        if (ucp_worker_arm(worker) == UCS_OK) {
+            ++*sleeps_p;
+            ucp_worker_wait(worker);
+        }
+    }
+    ucp_request_free(request);
+    return status;
+}
+
+/* UCP's wakeup mode: a receiver of device memory sleeps until the sender's
+ * message comes, and wakes to finish the rendezvous, which gpumemipc moves
+ * zero-copy; the sender sleeps while it waits for its reply */
+TEST_F(ipc_test, ucp_wakeup_mode_sleeps_and_wakes_on_a_device_transfer) {
+    const char *tls     = "posix,cma,gpumemcpy,gpumemipc";
+    const size_t size   = 1 << 20;
+    uct_gpumem_ipc_stats_t before;
+    ucp_request_param_t param;
+    unsigned sleeps = 0;
+    uint64_t sender_bytes;
+    ucp_process ucp;
+    channel chan;
+    void *dst;
+    pid_t pid;
+
+    pid = fork_child([&]() {
+        uct_gpumem_ipc_stats_t child_before = stats();
+        unsigned child_sleeps = 0;
+        ucp_process sender;
+        void *src;
+
+        chan.child_side();
+        setenv("UCX_GPUMEM_ALLOC_GPU", "1", 1);
+        sender.init(tls, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+        chan.send(sender.address());
+        sender.connect(chan.recv());
+
+        src = device_alloc(size, 1);
+        ASSERT_TRUE(src != NULL);
+        to_device(src, pattern(size, 9));
+        EXPECT_EQ("sleeping", chan.recv());
+        usleep(200000); /* The receiver is asleep by now */
+        param.op_attr_mask = 0;
+        EXPECT_EQ(UCS_OK, wait_sleeping(sender.worker,
+                                        ucp_tag_send_nbx(sender.ep, src, size,
+                                                         tag, &param),
+                                        &child_sleeps));
+        EXPECT_EQ("received", chan.recv());
+        chan.send(std::to_string(stats().bytes - child_before.bytes));
+        device_free(src);
+        sender.close(chan);
+    });
+
+    before = stats();
+    setenv("UCX_GPUMEM_ALLOC_GPU", "0", 1);
+    ucp.init(tls, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    unsetenv("UCX_GPUMEM_ALLOC_GPU");
+    chan.send(ucp.address());
+    ucp.connect(chan.recv());
+
+    dst = device_alloc(size, 0);
+    ASSERT_TRUE(dst != NULL);
+    param.op_attr_mask = 0;
+    ucs_status_ptr_t request = ucp_tag_recv_nbx(ucp.worker, dst, size, tag,
+                                                (ucp_tag_t)-1, &param);
+    chan.send("sleeping");
+    EXPECT_EQ(UCS_OK, wait_sleeping(ucp.worker, request, &sleeps));
+    EXPECT_LE(1u, sleeps) << "the receiver never slept";
+    EXPECT_TRUE(pattern(size, 9) == from_device(dst, size)) << "bytes differ";
+    chan.send("received");
+    sender_bytes = std::stoull(chan.recv());
+    EXPECT_LE((uint64_t)size, (stats().bytes - before.bytes) + sender_bytes)
+            << "the rendezvous did not go through gpumemipc";
+    device_free(dst);
+    ucp.close(chan);
+    wait_child(pid);
 }
 
 
