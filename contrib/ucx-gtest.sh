@@ -5,7 +5,14 @@
 # them against that UCX's libraries, runs gpumem's instantiations with the
 # plugin loaded, and prints the counts. Fails if any test fails.
 #
-#   contrib/ucx-gtest.sh UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]
+#   contrib/ucx-gtest.sh [--build-only | --run PATTERN] \
+#       UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]
+#
+# --build-only builds WORK_DIR/gtest and runs nothing; --run runs the tests
+# of gpumem's instantiations that PATTERN (a gtest filter) selects with the
+# binary built before, where the sources need not be (the soft-RoCE VM runs
+# gpumem_rc's and gpumem_ib's this way, "make check-vm"); by default
+# everything is built and gpumem's instantiations run.
 #
 # UCX_INFO and UCX_LIBDIR are that UCX's ucx_info and libraries (as
 # configure found them: `make check-ucx-gtest` passes them), PLUGIN the
@@ -17,12 +24,19 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]" >&2
+    echo "usage: $0 [--build-only | --run PATTERN] UCX_SRC_DIR UCX_INFO" \
+         "UCX_LIBDIR PLUGIN [WORK_DIR]" >&2
     exit 2
 }
 
+mode=all
+pattern="gpumem*"
+case "${1:-}" in
+--build-only) mode=build; shift ;;
+--run)        mode=run; pattern=${2:?}; shift 2 ;;
+esac
 [ $# -ge 4 ] || usage
-src=$(cd "$1" && pwd)
+src=$1
 ucx_info=$2
 libdir=$3
 plugin=$(readlink -f "$4")
@@ -31,89 +45,93 @@ work=${5:-$PWD/ucx-gtest}
 families=$top/test/ucx-gtest/gpumem_families.cc
 jobs=${GPUMEM_JOBS:-2}
 
-[ -f "$src/test/gtest/uct/uct_test.h" ] ||
-    { echo "ucx-gtest: no UCX googletest sources in $src" >&2; exit 1; }
-[ -f "$plugin" ] || { echo "ucx-gtest: no plugin $plugin" >&2; exit 1; }
+build() {
+    [ -f "$src/test/gtest/uct/uct_test.h" ] ||
+        { echo "ucx-gtest: no UCX googletest sources in $src" >&2; exit 1; }
+    src=$(cd "$src" && pwd)
+    [ -f "$plugin" ] || { echo "ucx-gtest: no plugin $plugin" >&2; exit 1; }
 
-[ -x "$ucx_info" ] || { echo "ucx-gtest: no ucx_info $ucx_info" >&2; exit 1; }
-[ -e "$libdir/libucs.so" ] ||
-    { echo "ucx-gtest: no UCX libraries in $libdir" >&2; exit 1; }
-includedir=$(cd "$libdir/.." && pwd)/include
-[ -f "$includedir/uct/api/uct.h" ] || includedir=
-mkdir -p "$work"
+    [ -x "$ucx_info" ] || { echo "ucx-gtest: no ucx_info $ucx_info" >&2; exit 1; }
+    [ -e "$libdir/libucs.so" ] ||
+        { echo "ucx-gtest: no UCX libraries in $libdir" >&2; exit 1; }
+    includedir=$(cd "$libdir/.." && pwd)/include
+    [ -f "$includedir/uct/api/uct.h" ] || includedir=
+    mkdir -p "$work"
 
-# The installed UCX's own configuration is the framework's config.h, so
-# that its structures are those of the libraries it links with
-"$ucx_info" -b > "$work/config.h.new"
-cmp -s "$work/config.h.new" "$work/config.h" ||
-    mv "$work/config.h.new" "$work/config.h"
-rm -f "$work/config.h.new"
+    # The installed UCX's own configuration is the framework's config.h, so
+    # that its structures are those of the libraries it links with
+    "$ucx_info" -b > "$work/config.h.new"
+    cmp -s "$work/config.h.new" "$work/config.h" ||
+        mv "$work/config.h.new" "$work/config.h"
+    rm -f "$work/config.h.new"
 
-version=$("$ucx_info" -v |
-          sed -n 's/^# \(Library \)\{0,1\}[Vv]ersion:\{0,1\} *\([0-9][0-9.]*\).*/\2/p' |
-          head -1)
-[ -n "$version" ] || { echo "ucx-gtest: $ucx_info says no version" >&2; exit 1; }
-cxx=${CXX:-g++}
-cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
-          -I$work -I$src/src -I$src/test -I$src/test/gtest
-          -Wno-deprecated-declarations ${includedir:+-isystem $includedir}"
-key=$({ cat "$work/config.h"; "$cxx" --version; echo "$cxxflags";
-        cat "$0"; } | sha256sum | cut -c1-12)
-cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}/ucx-gtest/$version-$key
-mkdir -p "$cache"
+    version=$("$ucx_info" -v |
+              sed -n 's/^# \(Library \)\{0,1\}[Vv]ersion:\{0,1\} *\([0-9][0-9.]*\).*/\2/p' |
+              head -1)
+    [ -n "$version" ] || { echo "ucx-gtest: $ucx_info says no version" >&2; exit 1; }
+    cxx=${CXX:-g++}
+    cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
+              -I$work -I$src/src -I$src/test -I$src/test/gtest
+              -Wno-deprecated-declarations ${includedir:+-isystem $includedir}"
+    key=$({ cat "$work/config.h"; "$cxx" --version; echo "$cxxflags";
+            cat "$0"; } | sha256sum | cut -c1-12)
+    cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}/ucx-gtest/$version-$key
+    mkdir -p "$cache"
 
-# UCX's framework: what every UCT family needs
-framework="common/googletest/gtest.cc common/googletest/gtest-death-test.cc
-           common/googletest/gtest-filepath.cc common/googletest/gtest-port.cc
-           common/googletest/gtest-printers.cc
-           common/googletest/gtest-test-part.cc
-           common/googletest/gtest-typed-test.cc
-           common/googletest/gtest-matchers.cc
-           common/main.cc common/test.cc common/test_helpers.cc
-           common/mem_buffer.cc common/test_watchdog.cc
-           uct/uct_test.cc uct/uct_p2p_test.cc"
-# The families of gpumem_families.cc
-family_names=$(sed -n 's/^#.*defined(GPUMEM_UCX_FAMILY_\([A-Z0-9_]*\)).*/\1/p' \
-               "$families")
-fam_key=$(cat "$families" | sha256sum | cut -c1-12)
+    # UCX's framework: what every UCT family needs
+    framework="common/googletest/gtest.cc common/googletest/gtest-death-test.cc
+               common/googletest/gtest-filepath.cc common/googletest/gtest-port.cc
+               common/googletest/gtest-printers.cc
+               common/googletest/gtest-test-part.cc
+               common/googletest/gtest-typed-test.cc
+               common/googletest/gtest-matchers.cc
+               common/main.cc common/test.cc common/test_helpers.cc
+               common/mem_buffer.cc common/test_watchdog.cc
+               uct/uct_test.cc uct/uct_p2p_test.cc"
+    # The families of gpumem_families.cc
+    family_names=$(sed -n 's/^#.*defined(GPUMEM_UCX_FAMILY_\([A-Z0-9_]*\)).*/\1/p' \
+                   "$families")
+    fam_key=$(cat "$families" | sha256sum | cut -c1-12)
 
-compile() {
-    local out=$1; shift
-    [ -f "$out" ] && return 0
-    # shellcheck disable=SC2086
-    "$cxx" $cxxflags "$@" -c -o "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
+    compile() {
+        local out=$1; shift
+        [ -f "$out" ] && return 0
+        # shellcheck disable=SC2086
+        "$cxx" $cxxflags "$@" -c -o "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
+    }
+
+    objects=()
+    pids=()
+    run_job() {
+        compile "$@" &
+        pids+=($!)
+        if [ ${#pids[@]} -ge "$jobs" ]; then
+            wait "${pids[0]}"
+            pids=("${pids[@]:1}")
+        fi
+    }
+
+    started=$(date +%s)
+    for f in $framework; do
+        [ -f "$src/test/gtest/$f" ] || continue   # gtest-matchers is 1.14+
+        o=$cache/$(echo "$f" | tr / _ | sed 's/\.cc$/.o/')
+        objects+=("$o")
+        run_job "$o" "$src/test/gtest/$f"
+    done
+    for fam in $family_names; do
+        o=$cache/family_${fam}_$fam_key.o
+        objects+=("$o")
+        run_job "$o" "-DGPUMEM_UCX_FAMILY_$fam" "$families"
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid"
+    done
+
+    "$cxx" -o "$work/gtest" "${objects[@]}" -L"$libdir" -Wl,-rpath,"$libdir" \
+        -lucp -luct -lucs -lucm -lpthread -ldl
+    echo "ucx-gtest: UCX $version googletest families built in $(( $(date +%s) - started )) s"
 }
 
-objects=()
-pids=()
-run_job() {
-    compile "$@" &
-    pids+=($!)
-    if [ ${#pids[@]} -ge "$jobs" ]; then
-        wait "${pids[0]}"
-        pids=("${pids[@]:1}")
-    fi
-}
-
-started=$(date +%s)
-for f in $framework; do
-    [ -f "$src/test/gtest/$f" ] || continue   # gtest-matchers is 1.14+
-    o=$cache/$(echo "$f" | tr / _ | sed 's/\.cc$/.o/')
-    objects+=("$o")
-    run_job "$o" "$src/test/gtest/$f"
-done
-for fam in $family_names; do
-    o=$cache/family_${fam}_$fam_key.o
-    objects+=("$o")
-    run_job "$o" "-DGPUMEM_UCX_FAMILY_$fam" "$families"
-done
-for pid in "${pids[@]}"; do
-    wait "$pid"
-done
-
-"$cxx" -o "$work/gtest" "${objects[@]}" -L"$libdir" -Wl,-rpath,"$libdir" \
-    -lucp -luct -lucs -lucm -lpthread -ldl
-echo "ucx-gtest: UCX $version googletest families built in $(( $(date +%s) - started )) s"
 
 # Tests of the families that do not apply to one of gpumem's transports,
 # and why (the families themselves are chosen in gpumem_families.cc)
@@ -132,15 +150,25 @@ excluded=(
     # gpumemipc's ep_check of a killed process is test_ipc_uct.cc's
     "gpumemipc/test_uct_peer_failure_keepalive.killed/*"
     # The peer's failure is simulated by an invalid remote address and no
-    # key, which gpumemipc refuses at once (its keys are the peer's
-    # registrations) rather than failing later, as cma's
+    # key, which gpumemipc and gpumem_rc refuse at once (their keys are the
+    # peer's registrations) rather than failing later, as cma's
     # process_vm_writev does
     "gpumemipc/test_uct_peer_failure_rma_zcopy.*"
+    "gpumem_rc/test_uct_peer_failure_rma_zcopy.*"
     # Invalidation of host memory registrations, which gpumem_ipc does not
     # make (device memory only); UCX leaves it out for cuda_ipc by name
     "gpumem_ipc/test_md.invalidate/*"
 )
-filter="gpumem*-$(IFS=:; echo "${excluded[*]}")"
+if [ "$mode" = run ]; then
+    [ -x "$work/gtest" ] || { echo "ucx-gtest: no $work/gtest" >&2; exit 1; }
+    version=$("$ucx_info" -v |
+              sed -n 's/^# \(Library \)\{0,1\}[Vv]ersion:\{0,1\} *\([0-9][0-9.]*\).*/\2/p' |
+              head -1)
+else
+    build
+    [ "$mode" = all ] || exit 0
+fi
+filter="$pattern-$(IFS=:; echo "${excluded[*]}")"
 
 shm=$(mktemp -d)
 trap 'rm -rf "$shm"' EXIT

@@ -12,8 +12,7 @@
  *    active messages, tag matching and atomics, which neither transport
  *    has;
  *  - mm (test_uct_mm): the posix, sysv and xpmem transports' own;
- *  - tcp, ib, cm, sockaddr: those transports' own (gpumem_ib and gpumem_rc
- *    run in the soft-RoCE VM, test/vm);
+ *  - tcp, ib, cm, sockaddr: those transports' own;
  *  - stats: UCX's statistics, built only with --enable-stats;
  *  - uct_perf, loopback: UCX's perftest library, which is not installed;
  *  - test_md_fork: fork with registered memory, of MDs that register host
@@ -22,14 +21,17 @@
  * See file LICENSE for terms.
  */
 
-/* The transports and memory domains of gpumem in each family */
+/* The transports and memory domains of gpumem in each family; gpumem_rc
+ * and gpumem_ib have tests where a verbs device is (the soft-RoCE VM) */
 #define GPUMEM_UCT_INSTANTIATE(_test_case) \
     _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumemcpy) \
-    _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumemipc)
+    _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumemipc) \
+    _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumem_rc)
 
 #define GPUMEM_UCT_MD_INSTANTIATE(_test_case) \
     _UCT_MD_INSTANTIATE_TEST_CASE(_test_case, gpumem) \
-    _UCT_MD_INSTANTIATE_TEST_CASE(_test_case, gpumem_ipc)
+    _UCT_MD_INSTANTIATE_TEST_CASE(_test_case, gpumem_ipc) \
+    _UCT_MD_INSTANTIATE_TEST_CASE(_test_case, gpumem_ib)
 
 
 #if defined(GPUMEM_UCX_FAMILY_P2P_RMA)

@@ -16,19 +16,12 @@
 #include <string.h>
 
 
-ucs_status_t uct_gpumem_iface_check_params(const uct_iface_params_t *params,
-                                           const char *tl_name,
-                                           const char *dev_name)
+ucs_status_t
+uct_gpumem_iface_check_am_alignment(const uct_iface_params_t *params,
+                                    const char *tl_name)
 {
     size_t align, align_offset;
     ucs_status_t status;
-
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE) ||
-        strcmp(params->mode.device.dev_name, dev_name)) {
-        ucs_error("%s: opens on device '%s' only", tl_name, dev_name);
-        return UCS_ERR_NO_DEVICE;
-    }
 
     /* UCT's own check of an offset without an alignment, then what a
      * memory pool of aligned elements would refuse */
@@ -51,4 +44,18 @@ ucs_status_t uct_gpumem_iface_check_params(const uct_iface_params_t *params,
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
+}
+
+ucs_status_t uct_gpumem_iface_check_params(const uct_iface_params_t *params,
+                                           const char *tl_name,
+                                           const char *dev_name)
+{
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE) ||
+        strcmp(params->mode.device.dev_name, dev_name)) {
+        ucs_error("%s: opens on device '%s' only", tl_name, dev_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    return uct_gpumem_iface_check_am_alignment(params, tl_name);
 }

@@ -12,10 +12,20 @@
 BEGIN_C_DECLS
 
 /**
+ * Whether @a params ask for an active message alignment that UCT takes (a
+ * power of two, an offset below it, no offset without it), as every UCT
+ * transport checks them, though gpumem's send no active messages.
+ *
+ * @return UCS_ERR_INVALID_PARAM, logged, for a bad alignment.
+ */
+ucs_status_t
+uct_gpumem_iface_check_am_alignment(const uct_iface_params_t *params,
+                                    const char *tl_name);
+
+/**
  * Whether @a params open an interface of the transport @a tl_name on its one
- * device @a dev_name, with an active message alignment that UCT takes (a
- * power of two, an offset below it, no offset without it), though the
- * transport sends no active messages, as every UCT transport checks them.
+ * device @a dev_name, with an active message alignment that UCT takes
+ * (uct_gpumem_iface_check_am_alignment).
  *
  * @return UCS_ERR_NO_DEVICE for another device or open mode,
  *         UCS_ERR_INVALID_PARAM for a bad alignment; each logged.

@@ -449,8 +449,16 @@ static ucs_status_t
 uct_gpumem_rc_ep_check_remote(const gpumem_reg_remote_view_t *remote,
                               uint64_t remote_addr, size_t length)
 {
-    uint64_t offset = remote_addr - remote->address;
+    uint64_t offset;
 
+    /* Neither UCT_INVALID_RKEY nor no key at all: a key rkey_unpack gave */
+    if ((remote == NULL) || ((uct_rkey_t)remote == UCT_INVALID_RKEY)) {
+        ucs_error("gpumem_rc: an operation on [0x%" PRIx64 ", +%zu) needs "
+                  "the peer's remote key", remote_addr, length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    offset = remote_addr - remote->address;
     if ((remote_addr >= remote->address) && (offset <= remote->length) &&
         (length <= (remote->length - offset))) {
         return UCS_OK;

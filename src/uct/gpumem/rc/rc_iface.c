@@ -16,6 +16,7 @@
 #endif
 
 #include "rc_iface.h"
+#include <uct/gpumem/base/gpumem_iface_params.h>
 #include <uct/gpumem/base/gpumem_compat.h>
 #include <uct/gpumem/base/gpumem_config.h>
 #include "rc_ep.h"
@@ -742,6 +743,12 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     status = uct_gpumem_rc_iface_parse_port(self->md,
                                             params->mode.device.dev_name,
                                             &self->port_num);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gpumem_iface_check_am_alignment(params,
+                                                 UCT_GPUMEM_RC_TL_NAME);
     if (status != UCS_OK) {
         return status;
     }
