@@ -73,10 +73,18 @@ build() {
     cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
               -I$work -I$src/src -I$src/test -I$src/test/gtest
               -Wno-deprecated-declarations ${includedir:+-isystem $includedir}"
-    key=$({ cat "$work/config.h"; "$cxx" --version; echo "$cxxflags";
-            cat "$0"; } | sha256sum | cut -c1-12)
+    # The key: the UCX (its revision too: master's version stays), its
+    # configuration, its headers and tests, the compiler and this recipe
+    # (but for the list of tests left out, which changes no object)
+    key=$({ cat "$work/config.h"; "$ucx_info" -v; $cxx --version;
+            echo "$cxxflags"; sed '/^excluded=(/,/^)/d' "$0";
+            find "$src/src" "$src/test/gtest/common" "$src/test/gtest/uct" \
+                 \( -name '*.h' -o -name '*.inl' -o -name '*.cc' \) \
+                 -print0 | sort -z | xargs -0 cat; } |
+          sha256sum | cut -c1-12)
     cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}/ucx-gtest/$version-$key
     mkdir -p "$cache"
+    trap 'rm -f "$cache"/*.tmp.$$' EXIT
 
     # UCX's framework: what every UCT family needs
     framework="common/googletest/gtest.cc common/googletest/gtest-death-test.cc
@@ -97,7 +105,7 @@ build() {
         local out=$1; shift
         [ -f "$out" ] && return 0
         # shellcheck disable=SC2086
-        "$cxx" $cxxflags "$@" -c -o "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
+        $cxx $cxxflags "$@" -c -o "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
     }
 
     objects=()
@@ -123,11 +131,11 @@ build() {
         objects+=("$o")
         run_job "$o" "-DGPUMEM_UCX_FAMILY_$fam" "$families"
     done
-    for pid in "${pids[@]}"; do
+    for pid in ${pids[@]+"${pids[@]}"}; do
         wait "$pid"
     done
 
-    "$cxx" -o "$work/gtest" "${objects[@]}" -L"$libdir" -Wl,-rpath,"$libdir" \
+    $cxx -o "$work/gtest" "${objects[@]}" -L"$libdir" -Wl,-rpath,"$libdir" \
         -lucp -luct -lucs -lucm -lpthread -ldl
     echo "ucx-gtest: UCX $version googletest families built in $(( $(date +%s) - started )) s"
 }

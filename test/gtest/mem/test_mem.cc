@@ -364,6 +364,43 @@ TEST_F(mem_core, map_peer_takes_no_addresses_from_a_full_space) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
 }
 
+/* A bus client reaches memory at its physical addresses: another GPU's
+ * mapping of it goes at that GPU's free as any other, and maps again */
+TEST_F(mem_core, peer_of_bus_reserved_memory_maps_again_after_its_free) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *peer;
+    gpumem_bus_range_t *ranges;
+    unsigned count;
+
+    ASSERT_TRUE(last_nic() != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), owned, m_topo,
+                                 bus_addr(last_nic()).c_str(), &ranges,
+                                 &count));
+    ucs_free(ranges);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer)) << i;
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+        EXPECT_EQ(0u, stats(1).kept) << "the peer's mapping was kept";
+    }
+    gpumem_free(gpu(0), owned);
+}
+
+/* The range of an allocation holds the address asked about: the bytes
+ * asked for, or past them (in the rounding) the whole region */
+TEST_F(mem_core, find_range_holds_the_address_asked_about) {
+    gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 100);
+    uint64_t base, address = gpumem_region_address(region);
+    size_t size;
+
+    ASSERT_EQ(UCS_OK, gpumem_find_range(gpu(0), address + 50, &base, &size));
+    EXPECT_EQ(address, base);
+    EXPECT_EQ(100u, size);
+    ASSERT_EQ(UCS_OK, gpumem_find_range(gpu(0), address + 200, &base, &size));
+    EXPECT_EQ(address, base);
+    EXPECT_EQ(4096u, size);
+    gpumem_free(gpu(0), region);
+}
+
 /* The peer holds the addresses it maps: after the owner's release, which
  * gives back what the owner holds, the peer still reaches the memory there,
  * and the addresses go with the peer's last free */

@@ -179,6 +179,22 @@ TEST_F(mem_core_host_uva, peer_maps_gpu_memory_at_its_own_addresses) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
 }
 
+/* Mappings at host addresses may overlap: each map_host region of one page
+ * is found by its own addresses */
+TEST_F(mem_core_host_uva, each_map_host_region_of_one_page_is_found) {
+    std::vector<char> buffer(2 * 4096);
+    char *page = (char*)(((uintptr_t)&buffer[0] + 4095) & ~(uintptr_t)4095);
+    gpumem_region_t *first, *second;
+
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), page, 100, &first));
+    ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), page + 1000, 100, &second));
+    EXPECT_EQ(first, gpumem_find_region(gpu(0), (uintptr_t)page + 10));
+    EXPECT_EQ(second, gpumem_find_region(gpu(0), (uintptr_t)page + 1010));
+    EXPECT_TRUE(gpumem_find_region(gpu(0), (uintptr_t)page + 500) == NULL);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), second));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), first));
+}
+
 TEST_F(mem_core_host_uva, gpu_memory_still_takes_device_addresses) {
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
 

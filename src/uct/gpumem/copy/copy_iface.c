@@ -30,6 +30,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/type/class.h>
 #include <ucs/sys/sys.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <limits.h>
 #include <string.h>
@@ -101,12 +102,25 @@ uct_gpumem_copy_query_devices(uct_md_h uct_md,
                                       num_tl_devices_p);
 }
 
-/* This process among the machine's: remote addresses are virtual addresses
- * of the process, which any of its interfaces reaches */
+/* This process among all: remote addresses are virtual addresses of the
+ * process, which any of its interfaces reaches. A random value, made anew
+ * in a forked child: pids repeat across PID namespaces and machines */
 uct_gpumem_copy_iface_addr_t uct_gpumem_copy_process_id(void)
 {
-    return ucs_get_system_id() ^ ((uint64_t)getpid() << 17) ^
-           (uint64_t)getpid();
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uct_gpumem_copy_iface_addr_t id;
+    static pid_t id_pid;
+    uct_gpumem_copy_iface_addr_t result;
+    pid_t pid = getpid();
+
+    pthread_mutex_lock(&lock);
+    if ((id_pid != pid) || (id == 0)) {
+        id     = ucs_generate_uuid((uintptr_t)&id ^ (uint64_t)pid);
+        id_pid = pid;
+    }
+    result = id;
+    pthread_mutex_unlock(&lock);
+    return result;
 }
 
 static ucs_status_t

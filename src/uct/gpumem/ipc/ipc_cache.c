@@ -401,18 +401,15 @@ ucs_status_t uct_gpumem_ipc_cache_get(uct_gpumem_ipc_cache_t *cache,
     iter = kh_get(uct_gpumem_ipc_handles, &cache->handles, ref);
     if (iter != kh_end(&cache->handles)) {
         entry = kh_val(&cache->handles, iter);
-        /* The mapping is reused only while it maps what the handle named */
-        status = gpumem_region_check(entry->regions[cache->gpu]);
-        if (status != UCS_OK) {
-            ucs_error("gpumem_ipc: the cached mapping of %zu bytes at 0x%lx "
-                      "of process %d no longer maps its memory",
-                      entry->alloc_size, (unsigned long)entry->alloc_address,
-                      entry->owner);
-            goto err;
+        /* The mapping is reused only while it maps what the handle named;
+         * else it leaves the cache and the handle is imported anew */
+        if (gpumem_region_check(entry->regions[cache->gpu]) == UCS_OK) {
+            uct_gpumem_ipc_entry_hold(cache, entry);
+            ++uct_gpumem_ipc_counters.hits;
+            goto out;
         }
-        uct_gpumem_ipc_entry_hold(cache, entry);
-        ++uct_gpumem_ipc_counters.hits;
-        goto out;
+        uct_gpumem_ipc_entry_set_stale(cache, entry,
+                                       "it no longer maps its memory");
     }
 
     uct_gpumem_ipc_cache_sweep(cache, key);

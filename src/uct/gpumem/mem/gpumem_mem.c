@@ -64,6 +64,7 @@ static void gpumem_gpu_put(gpumem_gpu_t *gpu)
 
     if (refcount == 0) {
         gpumem_mem_index_cleanup(gpu);
+        pthread_mutex_destroy(&gpu->taken_lock);
         pthread_mutex_destroy(&gpu->lock);
         ucs_free(gpu);
     }
@@ -190,6 +191,28 @@ static void gpumem_region_forget(gpumem_region_t *region)
     }
 }
 
+/* Tells the driver whether the GPU stays taken, as it is now: the release's
+ * call and the last peer's, from two threads, are ordered, so that the
+ * driver hears the last state */
+static void gpumem_gpu_tell_taken(gpumem_gpu_t *gpu)
+{
+    int taken;
+
+    if (gpu->driver->ops->keep_taken == NULL) {
+        return;
+    }
+
+    pthread_mutex_lock(&gpu->taken_lock);
+    gpumem_mem_global_lock();
+    taken = gpu->released && gpu->reserved;
+    gpumem_mem_global_unlock();
+    if (taken != gpu->taken_told) {
+        gpu->driver->ops->keep_taken(gpu->dgpu, taken);
+        gpu->taken_told = taken;
+    }
+    pthread_mutex_unlock(&gpu->taken_lock);
+}
+
 /* A released GPU stays taken while other GPUs map its memory; the last of
  * it, unless a bus client was given some, lets another open take it */
 static void gpumem_gpu_untake(gpumem_gpu_t *gpu)
@@ -205,11 +228,11 @@ static void gpumem_gpu_untake(gpumem_gpu_t *gpu)
     }
     gpumem_mem_global_unlock();
 
-    if (untake && (gpu->driver->ops->keep_taken != NULL)) {
+    if (untake) {
         ucs_debug("gpumem: GPU %u: the last of its memory that other GPUs "
                   "mapped after its release went back: another open may "
                   "take it", gpu->index);
-        gpu->driver->ops->keep_taken(gpu->dgpu, 0);
+        gpumem_gpu_tell_taken(gpu);
     }
 }
 
@@ -322,6 +345,7 @@ ucs_status_t gpumem_gpu_create(gpumem_driver_t *driver, unsigned index,
     }
 
     pthread_mutex_init(&gpu->lock, NULL);
+    pthread_mutex_init(&gpu->taken_lock, NULL);
     ucs_list_head_init(&gpu->outliving);
     gpu->refcount = 1;
     gpu->driver   = driver;
@@ -936,9 +960,10 @@ static void gpumem_mapping_release(gpumem_mapping_t *mapping)
     reserved = memory->reserved;
     gpumem_mem_global_unlock();
 
-    if (reserved) {
+    if (reserved && is_owner) {
         /* Reserved for a bus client: nothing goes back, and no later
-         * allocation takes the memory */
+         * allocation takes the memory (a client reaches it at its physical
+         * addresses: another GPU's mapping of it goes as any other) */
         gpumem_mem_index_del(mapping);
         ucs_list_add_tail(&gpu->kept, &mapping->list);
         return;
@@ -1087,7 +1112,6 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
     gpumem_mapping_t *mapping, *mapping_tmp;
     gpumem_memory_t *memory, *memory_tmp;
     UCS_LIST_HEAD(idle);
-    int taken;
 
     if (gpu->released) {
         return;
@@ -1131,14 +1155,11 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
             gpu->reserved = 1;
         }
     }
-    taken = gpu->reserved;
     gpumem_mem_global_unlock();
 
     /* No other open, of another process too, takes the GPU while its
      * memory is still reached */
-    if (taken && (gpu->driver->ops->keep_taken != NULL)) {
-        gpu->driver->ops->keep_taken(gpu->dgpu, 1);
-    }
+    gpumem_gpu_tell_taken(gpu);
 
     ucs_list_for_each_safe(memory, memory_tmp, &idle, list) {
         ucs_list_del(&memory->list);
@@ -1668,6 +1689,16 @@ ucs_status_t gpumem_region_check(gpumem_region_t *region)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* A free in another thread may have come before the GPU's lock */
+    gpumem_mem_global_lock();
+    if (!gpumem_region_is_live(region)) {
+        gpumem_mem_global_unlock();
+        gpumem_region_unlock_gpu(gpu);
+        ucs_error("gpumem: check of region %p, which was freed", region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    gpumem_mem_global_unlock();
+
     if (region->mapping != NULL) {
         memory = region->mapping->memory;
     }
@@ -1690,6 +1721,15 @@ gpumem_region_t *gpumem_find_region(gpumem_gpu_t *gpu, uint64_t address)
     return region;
 }
 
+/* The bytes asked for where they hold @a address, else all the region's: a
+ * range that holds the address either way */
+static size_t gpumem_region_range_size(const gpumem_region_t *region,
+                                       uint64_t address)
+{
+    return ((address - region->address) < region->asked) ? region->asked :
+                                                           region->size;
+}
+
 ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
                                uint64_t *base_p, size_t *size_p)
 {
@@ -1700,7 +1740,7 @@ ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
     region = gpumem_mem_index_find_region(gpu, address);
     if (region != NULL) {
         *base_p = region->address;
-        *size_p = region->asked;
+        *size_p = gpumem_region_range_size(region, address);
         status  = UCS_OK;
     }
     gpumem_gpu_unlock(gpu);
@@ -1722,7 +1762,7 @@ ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
         *size_p = region->size;
         *own_p  = 1;
         if (asked_p != NULL) {
-            *asked_p = region->asked;
+            *asked_p = gpumem_region_range_size(region, address);
         }
     }
     gpumem_gpu_unlock(gpu);

@@ -120,21 +120,45 @@ gpumem_mapping_t *gpumem_mem_index_find(gpumem_gpu_t *gpu, uint64_t address)
     return NULL;
 }
 
-gpumem_region_t *gpumem_mem_index_find_region(gpumem_gpu_t *gpu,
-                                              uint64_t address)
+/* The first given of the regions over @a mapping that holds the address */
+static gpumem_region_t *
+gpumem_mem_index_mapping_region(gpumem_mapping_t *mapping, uint64_t address)
 {
-    gpumem_mapping_t *mapping = gpumem_mem_index_find(gpu, address);
     gpumem_region_t *region;
 
-    if (mapping == NULL) {
-        return NULL;
-    }
-
-    /* The first given of the regions over it that holds the address */
     ucs_list_for_each(region, &mapping->regions, in_mapping) {
         if ((address >= region->address) &&
             (address - region->address < region->size)) {
             return region;
+        }
+    }
+    return NULL;
+}
+
+gpumem_region_t *gpumem_mem_index_find_region(gpumem_gpu_t *gpu,
+                                              uint64_t address)
+{
+    gpumem_mapping_t *mapping;
+    gpumem_region_t *region;
+    ucs_pgt_region_t *found;
+
+    found = ucs_pgtable_lookup(&gpu->va_index, address);
+    if (found != NULL) {
+        mapping = ucs_container_of(found, gpumem_mapping_t, pgt_region);
+        return gpumem_mem_index_mapping_region(mapping, address);
+    }
+
+    /* Mappings at host addresses may overlap (two map_host of one page):
+     * the first region of any that holds the address */
+    if (gpu->unindexed == 0) {
+        return NULL;
+    }
+    ucs_list_for_each(mapping, &gpu->mappings, list) {
+        if (!mapping->indexed && gpumem_mapping_holds(mapping, address, 1)) {
+            region = gpumem_mem_index_mapping_region(mapping, address);
+            if (region != NULL) {
+                return region;
+            }
         }
     }
     return NULL;

@@ -114,6 +114,9 @@ struct gpumem_gpu {
                                               stays taken */
     int                       bus_given;   /* A bus client was given its
                                               memory: kept to the exit */
+    pthread_mutex_t           taken_lock;  /* Orders what the driver is told
+                                              of taken (a leaf lock) */
+    int                       taken_told;  /* What it was told last */
     ucs_list_link_t           outliving;   /* In the destroyed GPUs that
                                               live on, once destroyed */
     ucs_list_link_t           regions;     /* Regions out */

@@ -189,7 +189,7 @@ gpumem_nic_export_locked(gpumem_gpu_t *gpu, uint64_t address, size_t length,
     facts.phys_known  = !(ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS);
     facts.vram_offset = nic_export->vram->phys;
     facts.vram_size   = nic_export->vram->size;
-    facts.bar_size    = ops->bar_size(gpu->dgpu);
+    facts.bar_size    = ops->bar_size(nic_export->vram->gpu);
     if ((allow != GPUMEM_NIC_ALLOW_BAR) && (ops->dmabuf_export != NULL)) {
         size_t offset = 0;
         facts.dmabuf  = ops->dmabuf_export(nic_export->vram,

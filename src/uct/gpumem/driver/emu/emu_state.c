@@ -338,42 +338,34 @@ static ucs_status_t gpumem_emu_state_take_slot(gpumem_emu_gpu_t *gpu)
     return UCS_ERR_EXCEEDS_LIMIT;
 }
 
-/* Refused while another live process keeps the GPU taken (lock held) */
+/* Refused while a live process keeps the GPU taken (lock held; the sweep
+ * before it dropped the dead ones' slots) */
 static ucs_status_t gpumem_emu_state_check_taken(gpumem_emu_gpu_t *gpu)
 {
-    gpumem_emu_state_t *state = gpu->state;
     const gpumem_emu_proc_t *proc;
     unsigned slot;
 
-    if (state->taken == 0) {
-        return UCS_OK;
-    }
+    for (slot = 0; slot < GPUMEM_EMU_PROCS_MAX; ++slot) {
+        proc = &gpu->state->procs[slot];
+        if ((proc->pid == 0) || !proc->taken ||
+            !gpumem_emu_proc_is_alive(proc, 1)) {
+            continue;
+        }
 
-    slot = state->taken - 1;
-    proc = (slot < GPUMEM_EMU_PROCS_MAX) ? &state->procs[slot] : NULL;
-    if ((proc == NULL) || (proc->pid == 0) ||
-        !gpumem_emu_proc_is_alive(proc, 1)) {
-        state->taken = 0; /* Its taker is gone */
-        return UCS_OK;
+        gpumem_emu_gpu_error(gpu, "it is taken: process %d released it "
+                             "while its memory is still reached (another of "
+                             "its GPUs maps it, or a bus client may write "
+                             "it), and it opens again once that ends",
+                             proc->pid);
+        return UCS_ERR_BUSY;
     }
-
-    gpumem_emu_gpu_error(gpu, "it is taken: process %d released it while "
-                         "its memory is still reached (another of its GPUs "
-                         "maps it, or a bus client may write it), and it "
-                         "opens again once that ends", proc->pid);
-    return UCS_ERR_BUSY;
+    return UCS_OK;
 }
 
 void gpumem_emu_state_keep_taken(gpumem_emu_gpu_t *gpu, int taken)
 {
-    uint32_t mine = gpu->proc_slot + 1;
-
     gpumem_emu_state_lock(gpu);
-    if (taken) {
-        gpu->state->taken = mine;
-    } else if (gpu->state->taken == mine) {
-        gpu->state->taken = 0;
-    }
+    gpu->state->procs[gpu->proc_slot].taken = !!taken;
     gpumem_emu_state_unlock(gpu);
     gpumem_emu_gpu_debug(gpu, "%s", taken ? "kept taken after its release" :
                          "no longer taken");
@@ -559,9 +551,6 @@ void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu)
     }
 
     gpumem_emu_state_lock(gpu);
-    if (gpu->state->taken == (gpu->proc_slot + 1)) {
-        gpu->state->taken = 0;
-    }
     gpumem_emu_vram_drop_proc(gpu, gpu->proc_slot);
     gpu->proc_slot = GPUMEM_EMU_NO_SLOT;
     gpumem_emu_state_sweep(gpu, 1);

@@ -22,7 +22,7 @@
 
 
 #define GPUMEM_EMU_STATE_MAGIC    0x3174617473756d65ul /* "emustat1" */
-#define GPUMEM_EMU_STATE_VERSION  2
+#define GPUMEM_EMU_STATE_VERSION  3
 #define GPUMEM_EMU_PROCS_MAX      256    /* Processes attached to one GPU */
 #define GPUMEM_EMU_NO_SLOT        GPUMEM_EMU_PROCS_MAX /* Not attached */
 #define GPUMEM_EMU_EXTENTS_MAX    16384  /* Allocations of one GPU */
@@ -36,6 +36,9 @@ typedef struct gpumem_emu_proc {
     int32_t  pid;        /* 0: a free slot */
     int32_t  vram_fd;    /* Its descriptor of the VRAM memfd */
     uint64_t start_time; /* Since boot, in clock ticks: tells a reused pid */
+    uint32_t taken;      /* It released the GPU while its memory is still
+                            reached: no other process attaches meanwhile */
+    uint32_t reserved;
 } gpumem_emu_proc_t;
 
 
@@ -62,10 +65,7 @@ struct gpumem_emu_state {
     int32_t             writer;       /* The process changing it, under the
                                          lock: set after its death, the next
                                          locker repairs what it left */
-    uint32_t            taken;        /* 1 + the slot of a process that
-                                         released the GPU while its memory
-                                         is still reached: no other process
-                                         attaches while it lives; 0: none */
+    uint32_t            reserved;
     uint64_t            vram_size;
     uint64_t            vram_dev;     /* The memfd's identity, checked when */
     uint64_t            vram_ino;     /* a newcomer opens it */
