@@ -44,6 +44,11 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [configuration parsers have a doc function], gpumem_parser_h,
         [ucs_config_parser_t], [doc])
 
+    dnl Memory domain flags
+    GPUMEM_UCX_PROBE([HAVE_UCT_MD_FLAG_INVALIDATE_RMA],
+        [names invalidation of RMA access (UCT_MD_FLAG_INVALIDATE_RMA)],
+        gpumem_md_h, [(void)UCT_MD_FLAG_INVALIDATE_RMA;])
+
     dnl Memory domain ops
     GPUMEM_UCX_PROBE_TYPE([HAVE_UCT_MD_QUERY_V2],
         [MD query takes uct_md_attr_v2_t], gpumem_md_h,

@@ -66,6 +66,15 @@ BEGIN_C_DECLS
  * adapter of UCT_GPUMEM_MD_QUERY_DEFINE writes it into the attributes of the
  * running UCX.
  */
+/* What a memory domain that invalidates declares: UCX 1.16 and later name
+ * the invalidation of RMA access apart, and their UCP asks for it */
+#ifdef HAVE_UCT_MD_FLAG_INVALIDATE_RMA
+#  define UCT_GPUMEM_MD_FLAG_INVALIDATE \
+    ((uint64_t)UCT_MD_FLAG_INVALIDATE | (uint64_t)UCT_MD_FLAG_INVALIDATE_RMA)
+#else
+#  define UCT_GPUMEM_MD_FLAG_INVALIDATE ((uint64_t)UCT_MD_FLAG_INVALIDATE)
+#endif
+
 typedef struct uct_gpumem_md_attr {
     uint64_t          flags;            /* UCT_MD_FLAG_* */
     size_t            max_alloc;

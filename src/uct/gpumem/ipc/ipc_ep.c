@@ -213,7 +213,9 @@ ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     uct_gpumem_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_ipc_ep_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    /* UCT's own check of the arguments differs between versions */
+    UCT_GPUMEM_CHECK_PARAM(flags == 0, "gpumemipc: ep_check flags 0x%x",
+                           flags);
     uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->peer_pid, flags, comp);
     return UCS_OK;
 }

@@ -93,7 +93,7 @@ static ucs_status_t uct_gpumem_ipc_md_query_attr(uct_md_h uct_md,
 
     /* INVALIDATE: UCP's error handling of peers needs it (mem_dereg) */
     md_attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
-                                UCT_MD_FLAG_INVALIDATE;
+                                UCT_GPUMEM_MD_FLAG_INVALIDATE;
     /* It allocates nothing (no UCT_MD_FLAG_ALLOC); what one transfer may
      * move is an allocation of the GPU's memory, and UCX's users size
      * transfers by max_alloc */
