@@ -168,6 +168,11 @@ excluded=(
     # for cuda_ipc by name
     "gpumem_ipc/test_md.invalidate/*"
     "gpumem_ipc/test_md.rkey_compare/*"
+    # From UCX 1.18 on, each of the 10000 operations moves the transport's
+    # largest size (max_short UINT_MAX and max_zcopy SIZE_MAX, as
+    # cuda_copy's): terabytes through the emulated engine, past any time
+    # limit. mix1000_last_byte_offset runs the mix on 8 bytes
+    "gpumem*/uct_p2p_mix_test.mix_10000/*"
 )
 if [ "$mode" = run ]; then
     [ -x "$work/gtest" ] || { echo "ucx-gtest: no $work/gtest" >&2; exit 1; }
