@@ -32,24 +32,15 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_UNREACHABLE;
     }
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
-    self->outstanding = 0;
+    UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_ep_t, &iface->super);
     return UCS_OK;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_copy_ep_t)
 {
-    uct_gpumem_copy_iface_t *iface = ucs_derived_of(self->super.super.iface,
-                                                    uct_gpumem_copy_iface_t);
-
-    /* What it posted still lands and completes (as on a stream that goes
-     * on after its user leaves), counted by no ep */
-    if (self->outstanding > 0) {
-        uct_gpumem_copy_iface_ep_gone(iface, self);
-    }
 }
 
-UCS_CLASS_DEFINE(uct_gpumem_copy_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE(uct_gpumem_copy_ep_t, uct_gpumem_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_copy_ep_t, uct_ep_t,
                           const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpumem_copy_ep_t, uct_ep_t);
@@ -108,12 +99,12 @@ ssize_t uct_gpumem_copy_ep_put_bcopy(uct_ep_h tl_ep,
     ucs_status_t status;
     size_t length;
 
-    length = pack_cb(iface->bounce, arg);
-    UCT_GPUMEM_CHECK_LENGTH(length, iface->config.seg_size, "put_bcopy");
+    length = pack_cb(iface->super.bounce, arg);
+    UCT_GPUMEM_CHECK_LENGTH(length, iface->super.config.bounce_size, "put_bcopy");
 
     status = uct_gpumem_copy_iface_copy_sync(iface,
                                              (void*)(uintptr_t)remote_addr,
-                                             iface->bounce, length);
+                                             iface->super.bounce, length);
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, BCOPY,
                       length);
     ucs_trace_data("gpumemcpy PUT_BCOPY %zu bytes to 0x%" PRIx64 ": %s",
@@ -131,14 +122,14 @@ ucs_status_t uct_gpumem_copy_ep_get_bcopy(uct_ep_h tl_ep,
     uct_gpumem_copy_iface_t *iface = uct_gpumem_copy_ep_iface(tl_ep);
     ucs_status_t status;
 
-    UCT_GPUMEM_CHECK_LENGTH(length, iface->config.seg_size, "get_bcopy");
+    UCT_GPUMEM_CHECK_LENGTH(length, iface->super.config.bounce_size, "get_bcopy");
 
-    status = uct_gpumem_copy_iface_copy_sync(iface, iface->bounce,
+    status = uct_gpumem_copy_iface_copy_sync(iface, iface->super.bounce,
                                              (const void*)(uintptr_t)
                                                      remote_addr,
                                              length);
     if (status == UCS_OK) {
-        unpack_cb(arg, iface->bounce, length);
+        unpack_cb(arg, iface->super.bounce, length);
     }
 
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY,
@@ -154,8 +145,7 @@ uct_gpumem_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                          int is_put)
 {
     uct_gpumem_copy_iface_t *iface = uct_gpumem_copy_ep_iface(tl_ep);
-    uct_gpumem_copy_ep_t *ep       = ucs_derived_of(tl_ep,
-                                                    uct_gpumem_copy_ep_t);
+    uct_gpumem_ep_t *ep            = ucs_derived_of(tl_ep, uct_gpumem_ep_t);
     void *remote                   = (void*)(uintptr_t)remote_addr;
     ucs_status_t status;
     size_t length;
@@ -199,34 +189,4 @@ ucs_status_t uct_gpumem_copy_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                           uct_completion_t *comp)
 {
     return uct_gpumem_copy_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, comp, 0);
-}
-
-/* Cancelling is not possible once the engine has a copy: with
- * UCT_FLUSH_FLAG_CANCEL too, a flush waits for what was posted */
-ucs_status_t uct_gpumem_copy_ep_flush(uct_ep_h tl_ep,
-                                      unsigned UCS_V_UNUSED flags,
-                                      uct_completion_t *comp)
-{
-    uct_gpumem_copy_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_copy_ep_t);
-    ucs_status_t status;
-
-    status = uct_gpumem_copy_iface_flush_queue(uct_gpumem_copy_ep_iface(tl_ep),
-                                               ep, comp);
-    if (status == UCS_OK) {
-        UCT_TL_EP_STAT_FLUSH(&ep->super);
-    } else if (status == UCS_INPROGRESS) {
-        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
-    }
-    return status;
-}
-
-/* The queue is one: an ep's fence is the interface's */
-ucs_status_t uct_gpumem_copy_ep_fence(uct_ep_h tl_ep,
-                                      unsigned UCS_V_UNUSED flags)
-{
-    uct_gpumem_copy_iface_t *iface = uct_gpumem_copy_ep_iface(tl_ep);
-
-    iface->fenced = !ucs_queue_is_empty(&iface->queue);
-    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
-    return UCS_OK;
 }

@@ -14,8 +14,7 @@
 
 
 typedef struct uct_gpumem_copy_ep {
-    uct_base_ep_t super;
-    unsigned      outstanding;   /* Its zero-copy operations in the queue */
+    uct_gpumem_ep_t super;
 } uct_gpumem_copy_ep_t;
 
 
@@ -55,10 +54,5 @@ ucs_status_t uct_gpumem_copy_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                           size_t iovcnt, uint64_t remote_addr,
                                           uct_rkey_t rkey,
                                           uct_completion_t *comp);
-
-ucs_status_t uct_gpumem_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                      uct_completion_t *comp);
-
-ucs_status_t uct_gpumem_copy_ep_fence(uct_ep_h tl_ep, unsigned flags);
 
 #endif

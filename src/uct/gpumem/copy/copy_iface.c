@@ -20,7 +20,6 @@
 #include "copy_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
 #include <uct/gpumem/base/gpumem_config.h>
-#include <uct/gpumem/base/gpumem_iface_params.h>
 #include "copy_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -39,18 +38,13 @@
 static ucs_config_field_t uct_gpumem_copy_iface_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_gpumem_copy_iface_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+     UCS_CONFIG_TYPE_TABLE(uct_gpumem_iface_config_table)},
 
     {"SEG_SIZE", "8k",
      "Largest put/get bcopy: the size of the host buffer the bytes pass\n"
      "through on their way to or from the copy engine.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, seg_size),
      UCT_GPUMEM_CONFIG_TYPE_SIZE},
-
-    {"MAX_POLL", "16",
-     "Most completions one progress call gives.",
-     ucs_offsetof(uct_gpumem_copy_iface_config_t, max_poll),
-     UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
     /* Measured with "ucx_perftest -l -x gpumemcpy -d gpumem -t put_bw"
      * (device memory from libgpumem_perftest) on the machine of the tests:
@@ -150,37 +144,16 @@ static int uct_gpumem_copy_iface_is_reachable(
            !memcmp(iface_addr, &iface->id, sizeof(iface->id));
 }
 
-static ucs_status_t uct_gpumem_copy_iface_event_fd_get(uct_iface_h tl_iface,
-                                                       int *fd_p)
-{
-    *fd_p = ucs_derived_of(tl_iface, uct_gpumem_copy_iface_t)->event.fd;
-    return UCS_OK;
-}
-
-/* Completions come at progress: busy while anything is queued */
-static ucs_status_t uct_gpumem_copy_iface_event_arm(uct_iface_h tl_iface,
-                                                    unsigned events)
-{
-    uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                    uct_gpumem_copy_iface_t);
-
-    return uct_gpumem_iface_event_arm(&iface->event, events,
-                                      !ucs_queue_is_empty(&iface->queue),
-                                      UCT_GPUMEM_COPY_TL_NAME);
-}
-
 static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
                                                 uct_iface_attr_t *iface_attr)
 {
     uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                     uct_gpumem_copy_iface_t);
 
-    uct_base_iface_query(&iface->super, iface_attr);
+    uct_gpumem_iface_query_common(&iface->super, iface_attr);
 
     iface_attr->iface_addr_len          = sizeof(uct_gpumem_copy_iface_addr_t);
     iface_attr->device_addr_len         = 0;
-    iface_attr->ep_addr_len             = 0;
-    iface_attr->max_conn_priv           = 0;
     /* PENDING: no operation returns UCS_ERR_NO_RESOURCE, so pending_add
      * answers UCS_ERR_BUSY (try again now) and the queue is never used */
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
@@ -191,11 +164,10 @@ static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
                                           UCT_IFACE_FLAG_GET_BCOPY        |
                                           UCT_IFACE_FLAG_GET_ZCOPY        |
                                           UCT_IFACE_FLAG_PENDING;
-    iface_attr->cap.event_flags         = UCT_GPUMEM_IFACE_EVENT_FLAGS;
 
     /* UCP's memory-type packing uses short operations of any length */
     iface_attr->cap.put.max_short       = UINT_MAX;
-    iface_attr->cap.put.max_bcopy       = iface->config.seg_size;
+    iface_attr->cap.put.max_bcopy       = iface->super.config.bounce_size;
     iface_attr->cap.put.min_zcopy       = 0;
     iface_attr->cap.put.max_zcopy       = SIZE_MAX;
     iface_attr->cap.put.opt_zcopy_align = 1;
@@ -203,34 +175,12 @@ static ucs_status_t uct_gpumem_copy_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.put.max_iov         = 1;
 
     iface_attr->cap.get.max_short       = UINT_MAX;
-    iface_attr->cap.get.max_bcopy       = iface->config.seg_size;
+    iface_attr->cap.get.max_bcopy       = iface->super.config.bounce_size;
     iface_attr->cap.get.min_zcopy       = 0;
     iface_attr->cap.get.max_zcopy       = SIZE_MAX;
     iface_attr->cap.get.opt_zcopy_align = 1;
     iface_attr->cap.get.align_mtu       = 1;
     iface_attr->cap.get.max_iov         = 1;
-
-    iface_attr->cap.am.max_short        = 0;
-    iface_attr->cap.am.max_bcopy        = 0;
-    iface_attr->cap.am.min_zcopy        = 0;
-    iface_attr->cap.am.max_zcopy        = 0;
-    iface_attr->cap.am.opt_zcopy_align  = 1;
-    iface_attr->cap.am.align_mtu        = 1;
-    iface_attr->cap.am.max_hdr          = 0;
-    iface_attr->cap.am.max_iov          = 1;
-
-    uct_gpumem_iface_perf_attr(&iface->config.perf, iface_attr);
-    return UCS_OK;
-}
-
-static ucs_status_t
-uct_gpumem_copy_iface_estimate_perf(uct_iface_h tl_iface,
-                                    uct_perf_attr_t *perf_attr)
-{
-    uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                    uct_gpumem_copy_iface_t);
-
-    uct_gpumem_iface_perf_estimate(&iface->config.perf, perf_attr);
     return UCS_OK;
 }
 
@@ -239,7 +189,7 @@ static ucs_status_t uct_gpumem_copy_req_map_peer(uct_gpumem_copy_iface_t *iface,
                                                  int dst_gpu, int src_gpu,
                                                  uct_gpumem_copy_req_t *req)
 {
-    uct_gpumem_context_t *context = iface->context;
+    uct_gpumem_context_t *context = iface->super.context;
     gpumem_region_t *src_region;
     ucs_status_t status;
 
@@ -272,7 +222,7 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
                          const void *src, size_t length,
                          uct_gpumem_copy_req_t *req)
 {
-    uct_gpumem_context_t *context = iface->context;
+    uct_gpumem_context_t *context = iface->super.context;
     int dst_gpu                   = uct_gpumem_context_find_gpu(context, dst);
     int src_gpu                   = uct_gpumem_context_find_gpu(context, src);
 
@@ -326,62 +276,27 @@ uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
                        req->src_dev, req->length, copy);
 }
 
-/* One step of a queued copy: start it, or poll it; releases what it held
- * once its bytes have landed */
-static void uct_gpumem_copy_op_advance(uct_gpumem_copy_op_t *op)
+/* The turn of a copy queued behind others */
+static ucs_status_t
+uct_gpumem_copy_op_start(uct_gpumem_iface_t UCS_V_UNUSED *iface,
+                         uct_gpumem_iface_op_t *op)
 {
-    ucs_status_t status;
+    uct_gpumem_copy_op_t *copy_op = ucs_derived_of(op, uct_gpumem_copy_op_t);
 
-    switch (op->state) {
-    case UCT_GPUMEM_COPY_OP_WAITING:
-        status = uct_gpumem_copy_req_start(&op->req, &op->copy);
-        break;
-    case UCT_GPUMEM_COPY_OP_RUNNING:
-        status = gpumem_copy_poll(&op->copy);
-        break;
-    default:
-        return;
-    }
-
-    if (status == UCS_INPROGRESS) {
-        op->state = UCT_GPUMEM_COPY_OP_RUNNING;
-        return;
-    }
-
-    op->state  = UCT_GPUMEM_COPY_OP_DONE;
-    op->status = status;
-    uct_gpumem_copy_req_cleanup(&op->req);
+    return uct_gpumem_copy_req_start(&copy_op->req, &op->copy);
 }
 
-/* Runs every queued copy to its end, in order, leaving the completions to
- * progress: what a fence asks before the next short or bcopy */
-static void uct_gpumem_copy_iface_drain(uct_gpumem_copy_iface_t *iface)
+static void uct_gpumem_copy_op_release(uct_gpumem_iface_t UCS_V_UNUSED *iface,
+                                       uct_gpumem_iface_op_t *op)
 {
-    uct_gpumem_copy_op_t *op;
-
-    ucs_queue_for_each(op, &iface->queue, queue) {
-        while (op->state != UCT_GPUMEM_COPY_OP_DONE) {
-            uct_gpumem_copy_op_advance(op);
-        }
-    }
-    iface->fenced = 0;
+    uct_gpumem_copy_req_cleanup(&ucs_derived_of(op,
+                                                uct_gpumem_copy_op_t)->req);
 }
 
-static void uct_gpumem_copy_op_complete(uct_gpumem_copy_op_t *op)
-{
-    uct_completion_t *comp = op->comp;
-    ucs_status_t status    = op->status;
-
-    if (op->ep != NULL) {
-        ucs_assert(op->ep->outstanding > 0);
-        --op->ep->outstanding;
-    }
-
-    ucs_mpool_put_inline(op);
-    if (comp != NULL) {
-        uct_invoke_completion(comp, status);
-    }
-}
+static const uct_gpumem_iface_op_ops_t uct_gpumem_copy_op_ops = {
+    .start   = uct_gpumem_copy_op_start,
+    .release = uct_gpumem_copy_op_release
+};
 
 ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
                                              void *dst, const void *src,
@@ -391,9 +306,7 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
     gpumem_copy_t copy;
     ucs_status_t status;
 
-    if (ucs_unlikely(iface->fenced)) {
-        uct_gpumem_copy_iface_drain(iface);
-    }
+    uct_gpumem_iface_fence_wait(&iface->super, 0);
 
     status = uct_gpumem_copy_req_init(iface, dst, src, length, &req);
     if (status != UCS_OK) {
@@ -407,14 +320,14 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
 }
 
 ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
-                                        uct_gpumem_copy_ep_t *ep, void *dst,
+                                        uct_gpumem_ep_t *ep, void *dst,
                                         const void *src, size_t length,
                                         uct_completion_t *comp)
 {
-    uct_gpumem_copy_op_state_t state = UCT_GPUMEM_COPY_OP_WAITING;
+    int started = 0;
     uct_gpumem_copy_req_t req;
-    gpumem_copy_t copy;
     uct_gpumem_copy_op_t *op;
+    gpumem_copy_t copy;
     ucs_status_t status;
 
     if (length == 0) {
@@ -428,19 +341,19 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
 
     /* Alone on the stream: the engine starts it now, and small copies are
      * done before it returns */
-    if (ucs_queue_is_empty(&iface->queue)) {
+    if (ucs_queue_is_empty(&iface->super.ops)) {
         status = uct_gpumem_copy_req_start(&req, &copy);
         if (status != UCS_INPROGRESS) {
             uct_gpumem_copy_req_cleanup(&req);
             return status;
         }
-        state = UCT_GPUMEM_COPY_OP_RUNNING;
+        started = 1;
     }
 
-    op = ucs_mpool_get_inline(&iface->op_mp);
+    op = (uct_gpumem_copy_op_t*)uct_gpumem_iface_op_get(&iface->super);
     if (op == NULL) {
         /* Nowhere to keep it: finish it here if it started */
-        if (state == UCT_GPUMEM_COPY_OP_RUNNING) {
+        if (started) {
             status = gpumem_copy_wait(&copy, UCS_INPROGRESS);
         } else {
             ucs_error("gpumemcpy: cannot queue a copy of %zu bytes", length);
@@ -450,121 +363,10 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
         return status;
     }
 
-    op->ep     = ep;
-    op->comp   = comp;
-    op->state  = state;
-    op->status = UCS_INPROGRESS;
-    op->req    = req;
-    op->copy   = copy;
-    ++ep->outstanding;
-    ucs_queue_push(&iface->queue, &op->queue);
-    uct_gpumem_iface_event_posted(&iface->event);
+    op->req        = req;
+    op->super.copy = copy;
+    uct_gpumem_iface_op_push(&iface->super, ep, &op->super, started, comp);
     return UCS_INPROGRESS;
-}
-
-ucs_status_t uct_gpumem_copy_iface_flush_queue(uct_gpumem_copy_iface_t *iface,
-                                               uct_gpumem_copy_ep_t *ep,
-                                               uct_completion_t *comp)
-{
-    uct_gpumem_copy_op_t *op;
-
-    if ((ep != NULL) ? (ep->outstanding == 0) :
-                       ucs_queue_is_empty(&iface->queue)) {
-        return UCS_OK;
-    }
-
-    if (comp == NULL) {
-        return UCS_INPROGRESS;
-    }
-
-    /* The queue runs in order: a marker at its tail completes after all that
-     * was posted before it */
-    op = ucs_mpool_get_inline(&iface->op_mp);
-    if (op == NULL) {
-        ucs_error("gpumemcpy: cannot queue a flush");
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    op->ep         = NULL;
-    op->comp       = comp;
-    op->state      = UCT_GPUMEM_COPY_OP_DONE;
-    op->status     = UCS_OK;
-    op->req.length = 0;
-    op->req.peer   = NULL;
-    ucs_queue_push(&iface->queue, &op->queue);
-    uct_gpumem_iface_event_posted(&iface->event);
-    return UCS_INPROGRESS;
-}
-
-void uct_gpumem_copy_iface_ep_gone(uct_gpumem_copy_iface_t *iface,
-                                   uct_gpumem_copy_ep_t *ep)
-{
-    uct_gpumem_copy_op_t *op;
-
-    ucs_queue_for_each(op, &iface->queue, queue) {
-        if (op->ep == ep) {
-            op->ep = NULL;
-        }
-    }
-}
-
-static unsigned uct_gpumem_copy_iface_progress(uct_iface_h tl_iface)
-{
-    uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                    uct_gpumem_copy_iface_t);
-    unsigned count                 = 0;
-    uct_gpumem_copy_op_t *op;
-
-    /* Completions are given in the order of posting; a completion callback
-     * may post again, so the head is read anew each time */
-    while ((count < iface->config.max_poll) &&
-           !ucs_queue_is_empty(&iface->queue)) {
-        op = ucs_queue_head_elem_non_empty(&iface->queue, uct_gpumem_copy_op_t,
-                                           queue);
-        uct_gpumem_copy_op_advance(op);
-        if (op->state != UCT_GPUMEM_COPY_OP_DONE) {
-            break;
-        }
-
-        ucs_queue_pull_non_empty(&iface->queue);
-        uct_gpumem_copy_op_complete(op);
-        ++count;
-    }
-
-    if (ucs_queue_is_empty(&iface->queue)) {
-        iface->fenced = 0;
-    }
-    return count;
-}
-
-static ucs_status_t uct_gpumem_copy_iface_flush(uct_iface_h tl_iface,
-                                                unsigned UCS_V_UNUSED flags,
-                                                uct_completion_t *comp)
-{
-    uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                    uct_gpumem_copy_iface_t);
-    ucs_status_t status;
-
-    status = uct_gpumem_copy_iface_flush_queue(iface, NULL, comp);
-    if (status == UCS_OK) {
-        UCT_TL_IFACE_STAT_FLUSH(&iface->super);
-    } else if (status == UCS_INPROGRESS) {
-        UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
-    }
-    return status;
-}
-
-/* Zero-copy operations are ordered already; a short or bcopy after a fence
- * waits for the bytes of those before it */
-static ucs_status_t uct_gpumem_copy_iface_fence(uct_iface_h tl_iface,
-                                                unsigned UCS_V_UNUSED flags)
-{
-    uct_gpumem_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                    uct_gpumem_copy_iface_t);
-
-    iface->fenced = !ucs_queue_is_empty(&iface->queue);
-    UCT_TL_IFACE_STAT_FENCE(&iface->super);
-    return UCS_OK;
 }
 
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_copy_iface_t)(uct_iface_t*);
@@ -576,39 +378,17 @@ static uct_iface_ops_t uct_gpumem_copy_iface_ops = {
     .ep_get_short             = uct_gpumem_copy_ep_get_short,
     .ep_get_bcopy             = uct_gpumem_copy_ep_get_bcopy,
     .ep_get_zcopy             = uct_gpumem_copy_ep_get_zcopy,
-    .ep_pending_add           = uct_gpumem_ep_pending_add_busy,
-    .ep_pending_purge         = uct_gpumem_ep_pending_purge_none,
-    .ep_flush                 = uct_gpumem_copy_ep_flush,
-    .ep_fence                 = uct_gpumem_copy_ep_fence,
     .ep_check                 = uct_gpumem_ep_check_unsupported,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_copy_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_copy_ep_t),
-    .iface_flush              = uct_gpumem_copy_iface_flush,
-    .iface_fence              = uct_gpumem_copy_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_gpumem_copy_iface_progress,
-    .iface_event_fd_get       = uct_gpumem_copy_iface_event_fd_get,
-    .iface_event_arm          = uct_gpumem_copy_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_copy_iface_t),
     .iface_query              = uct_gpumem_copy_iface_query,
     .iface_get_device_address = uct_gpumem_iface_get_device_address_none,
     .iface_get_address        = uct_gpumem_copy_iface_get_address,
-    .iface_is_reachable       = uct_gpumem_copy_iface_is_reachable
-};
-
-static uct_iface_internal_ops_t uct_gpumem_copy_iface_internal_ops = {
-    UCT_GPUMEM_IFACE_INTERNAL_OPS(uct_gpumem_copy_iface_estimate_perf)
-};
-
-static ucs_mpool_ops_t uct_gpumem_copy_op_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
+    .iface_is_reachable       = uct_gpumem_copy_iface_is_reachable,
+    UCT_GPUMEM_IFACE_BASE_OPS
 };
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
@@ -618,94 +398,38 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
 {
     const uct_gpumem_copy_iface_config_t *config =
             ucs_derived_of(tl_config, uct_gpumem_copy_iface_config_t);
-    ucs_status_t status;
-
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_gpumem_copy_iface_ops,
-                              &uct_gpumem_copy_iface_internal_ops, md, worker,
-                              params,
-                              tl_config UCS_STATS_ARG(params->stats_root)
-                              UCS_STATS_ARG(UCT_GPUMEM_COPY_TL_NAME));
-
-    status = uct_gpumem_iface_check_params(params, UCT_GPUMEM_COPY_TL_NAME,
-                                           UCT_GPUMEM_COPY_DEV_NAME);
-    if (status != UCS_OK) {
-        return status;
-    }
+    uct_gpumem_iface_desc_t desc = {
+        .tl_name     = UCT_GPUMEM_COPY_TL_NAME,
+        .dev_name    = UCT_GPUMEM_COPY_DEV_NAME,
+        .context     = ucs_derived_of(md, uct_gpumem_md_t)->context,
+        .op_ops      = &uct_gpumem_copy_op_ops,
+        .op_size     = sizeof(uct_gpumem_copy_op_t),
+        .bounce_size = config->seg_size,
+        .in_order    = 1
+    };
 
     if (config->seg_size == 0) {
         ucs_error("gpumemcpy: UCX_GPUMEM_COPY_SEG_SIZE must not be 0");
         return UCS_ERR_INVALID_PARAM;
     }
 
-    self->id               = uct_gpumem_copy_process_id();
-    self->context          = ucs_derived_of(md, uct_gpumem_md_t)->context;
-    self->fenced           = 0;
-    self->config.seg_size  = config->seg_size;
-    self->config.max_poll  = ucs_max(config->max_poll, 1);
-    self->config.perf.bandwidth = config->bandwidth;
-    self->config.perf.latency   = config->latency;
-    self->config.perf.overhead  = config->overhead;
+    UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_iface_t, &uct_gpumem_copy_iface_ops,
+                              md, worker, params, tl_config, &desc);
+
+    self->id                          = uct_gpumem_copy_process_id();
+    self->super.config.perf.bandwidth = config->bandwidth;
+    self->super.config.perf.latency   = config->latency;
+    self->super.config.perf.overhead  = config->overhead;
     /* The emu's engine is the calling thread: each process has its own */
-    self->config.perf.shared    = 0;
-    ucs_queue_head_init(&self->queue);
-
-    self->bounce = ucs_malloc(config->seg_size, "gpumem_copy_bounce");
-    if (self->bounce == NULL) {
-        ucs_error("gpumemcpy: failed to allocate a %zu-byte bounce buffer",
-                  config->seg_size);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = uct_gpumem_mpool_init(&self->op_mp, 0,
-                                   sizeof(uct_gpumem_copy_op_t), 0,
-                                   UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                                   &uct_gpumem_copy_op_mpool_ops,
-                                   "gpumem_copy_ops");
-    if (status != UCS_OK) {
-        goto err_free_bounce;
-    }
-
-    status = uct_gpumem_iface_event_init(&self->event,
-                                         UCT_GPUMEM_COPY_TL_NAME);
-    if (status != UCS_OK) {
-        goto err_mpool;
-    }
+    self->super.config.perf.shared    = 0;
     return UCS_OK;
-
-err_mpool:
-    ucs_mpool_cleanup(&self->op_mp, 1);
-err_free_bounce:
-    ucs_free(self->bounce);
-    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_copy_iface_t)
 {
-    uct_gpumem_copy_op_t *op;
-
-    uct_base_iface_progress_disable(&self->super.super,
-                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-
-    /* What the engine was given it finishes, so that no byte lands after the
-     * close; what it was not given is dropped. No completion is called. */
-    if (!ucs_queue_is_empty(&self->queue)) {
-        ucs_debug("gpumemcpy: iface %p closes with operations queued",
-                  self);
-    }
-    ucs_queue_for_each_extract(op, &self->queue, queue, 1) {
-        if (op->state == UCT_GPUMEM_COPY_OP_RUNNING) {
-            (void)gpumem_copy_wait(&op->copy, UCS_INPROGRESS);
-        }
-        uct_gpumem_copy_req_cleanup(&op->req);
-        ucs_mpool_put_inline(op);
-    }
-
-    ucs_mpool_cleanup(&self->op_mp, 1);
-    ucs_free(self->bounce);
-    uct_gpumem_iface_event_cleanup(&self->event);
 }
 
-UCS_CLASS_DEFINE(uct_gpumem_copy_iface_t, uct_base_iface_t);
+UCS_CLASS_DEFINE(uct_gpumem_copy_iface_t, uct_gpumem_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_copy_iface_t, uct_iface_t,
                                  uct_md_h, uct_worker_h,
                                  const uct_iface_params_t*,

@@ -10,12 +10,7 @@
 #define UCT_GPUMEM_COPY_IFACE_H_
 
 #include <uct/gpumem/gpumem_md.h>
-#include <uct/gpumem/mem/gpumem_copy.h>
-#include <uct/base/uct_iface.h>
-#include <uct/gpumem/base/gpumem_iface_event.h>
-#include <uct/gpumem/base/gpumem_iface_perf.h>
-#include <ucs/datastruct/mpool.h>
-#include <ucs/datastruct/queue.h>
+#include <uct/gpumem/base/gpumem_iface.h>
 
 
 /* UCX 1.13 holds 9 characters of a transport name (UCT_TL_NAME_MAX) */
@@ -28,12 +23,12 @@ typedef uint64_t uct_gpumem_copy_iface_addr_t;
 
 
 typedef struct uct_gpumem_copy_iface_config {
-    uct_iface_config_t super;
-    size_t             seg_size;   /* Bounce buffer of the bcopy operations */
-    unsigned           max_poll;   /* Completions one progress call gives */
-    double             bandwidth;  /* Estimates UCP selects lanes by */
-    double             latency;
-    double             overhead;
+    uct_gpumem_iface_config_t super;
+    size_t                    seg_size;   /* Bounce buffer of the bcopy
+                                             operations */
+    double                    bandwidth;  /* Estimates UCP selects lanes by */
+    double                    latency;
+    double                    overhead;
 } uct_gpumem_copy_iface_config_t;
 
 
@@ -54,30 +49,12 @@ typedef struct uct_gpumem_copy_req {
 } uct_gpumem_copy_req_t;
 
 
-/* Where an operation of the queue is */
-typedef enum {
-    UCT_GPUMEM_COPY_OP_WAITING,    /* Behind others: not given to the engine */
-    UCT_GPUMEM_COPY_OP_RUNNING,    /* The engine moves its bytes */
-    UCT_GPUMEM_COPY_OP_DONE        /* Bytes landed (or failed); completion
-                                      not yet given */
-} uct_gpumem_copy_op_state_t;
-
-
-struct uct_gpumem_copy_ep;
-
-
 /**
- * A zero-copy operation or a flush, in the interface's queue.
+ * A zero-copy operation in the interface's queue.
  */
 typedef struct uct_gpumem_copy_op {
-    ucs_queue_elem_t           queue;
-    struct uct_gpumem_copy_ep  *ep;      /* Counts it outstanding; NULL for a
-                                            flush, or once the ep is gone */
-    uct_completion_t           *comp;
-    uct_gpumem_copy_op_state_t state;
-    ucs_status_t               status;   /* Once DONE */
-    uct_gpumem_copy_req_t      req;      /* length 0: a flush */
-    gpumem_copy_t              copy;     /* While RUNNING */
+    uct_gpumem_iface_op_t super;
+    uct_gpumem_copy_req_t req;
 } uct_gpumem_copy_op_t;
 
 
@@ -87,22 +64,10 @@ typedef struct uct_gpumem_copy_op {
  * operations complete before they return and so are not queued.
  */
 typedef struct uct_gpumem_copy_iface {
-    uct_base_iface_t             super;
+    uct_gpumem_iface_t           super;
     uct_gpumem_copy_iface_addr_t id;  /* Its process's: every interface of
                                          the process reaches the same
                                          virtual addresses */
-    uct_gpumem_context_t         *context;
-    ucs_mpool_t                  op_mp;
-    ucs_queue_head_t             queue;
-    int                          fenced;   /* Next short/bcopy waits for the
-                                              queue's bytes */
-    void                         *bounce;  /* seg_size bytes */
-    uct_gpumem_iface_event_t     event;    /* Completions, for wakeup */
-    struct {
-        size_t                   seg_size;
-        unsigned                 max_poll;
-        uct_gpumem_iface_perf_t  perf;  /* What UCP selects lanes by */
-    } config;
 } uct_gpumem_copy_iface_t;
 
 
@@ -122,24 +87,11 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
  * UCS_INPROGRESS when @a comp will be called (@a ep counts it until then).
  */
 ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
-                                        struct uct_gpumem_copy_ep *ep,
-                                        void *dst, const void *src,
-                                        size_t length, uct_completion_t *comp);
+                                        uct_gpumem_ep_t *ep, void *dst,
+                                        const void *src, size_t length,
+                                        uct_completion_t *comp);
 
-/**
- * A flush: UCS_OK when nothing of @a ep (of the whole interface if NULL) is
- * outstanding, UCS_INPROGRESS otherwise, and then @a comp, if given, is
- * called once what was posted before has completed.
- */
-ucs_status_t uct_gpumem_copy_iface_flush_queue(uct_gpumem_copy_iface_t *iface,
-                                               struct uct_gpumem_copy_ep *ep,
-                                               uct_completion_t *comp);
-
-/* The ep goes away: its queued operations still run and complete */
 /* The address of every copy interface of this process */
 uct_gpumem_copy_iface_addr_t uct_gpumem_copy_process_id(void);
-
-void uct_gpumem_copy_iface_ep_gone(uct_gpumem_copy_iface_t *iface,
-                                   struct uct_gpumem_copy_ep *ep);
 
 #endif

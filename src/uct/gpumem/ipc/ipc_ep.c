@@ -33,7 +33,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_UNREACHABLE;
     }
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+    UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_ep_t, &iface->super);
 
     addr                   = (const uct_gpumem_ipc_iface_addr_t*)
                              params->iface_addr;
@@ -42,7 +42,6 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
     self->peer_gpu.bus     = addr->gpu_bus;
     self->peer_gpu.dev     = addr->gpu_dev;
     self->peer_gpu.fn      = addr->gpu_fn;
-    self->outstanding      = 0;
 
     status = uct_ep_keepalive_init(&self->keepalive, self->peer_pid);
     if (status != UCS_OK) {
@@ -59,16 +58,9 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_ep_t)
 {
-    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(self->super.super.iface,
-                                                   uct_gpumem_ipc_iface_t);
-
-    /* What it posted lands and completes, counted by no ep */
-    if (self->outstanding > 0) {
-        uct_gpumem_ipc_iface_ep_gone(iface, self);
-    }
 }
 
-UCS_CLASS_DEFINE(uct_gpumem_ipc_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE(uct_gpumem_ipc_ep_t, uct_gpumem_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
                           const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
@@ -193,13 +185,13 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
 
     local = (uintptr_t)iov[0].buffer;
     if (is_put) {
-        UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY, length);
-        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, mapped, 1, local,
+        UCT_TL_EP_STAT_OP(&ep->super.super, PUT, ZCOPY, length);
+        status = uct_gpumem_ipc_iface_post(iface, &ep->super, gpu, mapped, 1, local,
                                            local_dev, length, key->entry,
                                            comp);
     } else {
-        UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY, length);
-        status = uct_gpumem_ipc_iface_post(iface, ep, gpu, local, local_dev,
+        UCT_TL_EP_STAT_OP(&ep->super.super, GET, ZCOPY, length);
+        status = uct_gpumem_ipc_iface_post(iface, &ep->super, gpu, local, local_dev,
                                            mapped, 1, length, key->entry,
                                            comp);
     }
@@ -251,7 +243,7 @@ ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return status;
     }
 
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    UCT_TL_EP_STAT_OP(&ep->super.super, PUT, SHORT, length);
     status = uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1,
                                        (uintptr_t)buffer, local_dev, length);
     uct_gpumem_ipc_ep_trace(ep, "put_short", length, 1, remote_addr, status);
@@ -273,7 +265,7 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     unsigned gpu;
     int local_dev;
 
-    length = pack_cb(iface->bounce, arg);
+    length = pack_cb(iface->super.bounce, arg);
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "put_bcopy");
     if (length == 0) {
         return 0;
@@ -283,13 +275,13 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                            "gpumemipc: put_bcopy needs the remote key of "
                            "gpumem_ipc");
 
-    status = uct_gpumem_ipc_ep_resolve(iface, key, iface->bounce, remote_addr,
+    status = uct_gpumem_ipc_ep_resolve(iface, key, iface->super.bounce, remote_addr,
                                        length, "put_bcopy", &gpu, &local_dev,
                                        &mapped);
     if (status == UCS_OK) {
-        UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+        UCT_TL_EP_STAT_OP(&ep->super.super, PUT, BCOPY, length);
         status = uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1,
-                                           (uintptr_t)iface->bounce, 0,
+                                           (uintptr_t)iface->super.bounce, 0,
                                            length);
     }
 
@@ -316,7 +308,7 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
 
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "get_bcopy");
     if (length == 0) {
-        unpack_cb(arg, iface->bounce, 0);
+        unpack_cb(arg, iface->super.bounce, 0);
         return UCS_OK;
     }
 
@@ -324,19 +316,19 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
                            "gpumemipc: get_bcopy needs the remote key of "
                            "gpumem_ipc");
 
-    status = uct_gpumem_ipc_ep_resolve(iface, key, iface->bounce, remote_addr,
+    status = uct_gpumem_ipc_ep_resolve(iface, key, iface->super.bounce, remote_addr,
                                        length, "get_bcopy", &gpu, &local_dev,
                                        &mapped);
     if (status == UCS_OK) {
-        UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+        UCT_TL_EP_STAT_OP(&ep->super.super, GET, BCOPY, length);
         status = uct_gpumem_ipc_iface_copy(iface, gpu,
-                                           (uintptr_t)iface->bounce, 0,
+                                           (uintptr_t)iface->super.bounce, 0,
                                            mapped, 1, length);
     }
 
     /* The bytes are here when it returns: done, no completion */
     if (status == UCS_OK) {
-        unpack_cb(arg, iface->bounce, length);
+        unpack_cb(arg, iface->super.bounce, length);
     }
 
     uct_gpumem_ipc_ep_trace(ep, "get_bcopy", length, 0, remote_addr, status);
@@ -359,43 +351,4 @@ ucs_status_t uct_gpumem_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     return uct_gpumem_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
                                    comp, 0);
-}
-
-/* A copy given to the engine is not cancelled: with UCT_FLUSH_FLAG_CANCEL
- * too, a flush waits for it */
-ucs_status_t uct_gpumem_ipc_ep_flush(uct_ep_h tl_ep,
-                                     unsigned UCS_V_UNUSED flags,
-                                     uct_completion_t *comp)
-{
-    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                   uct_gpumem_ipc_iface_t);
-    uct_gpumem_ipc_ep_t *ep       = ucs_derived_of(tl_ep,
-                                                   uct_gpumem_ipc_ep_t);
-    ucs_status_t status;
-
-    if (ep->outstanding == 0) {
-        UCT_TL_EP_STAT_FLUSH(&ep->super);
-        return UCS_OK;
-    }
-
-    status = uct_gpumem_ipc_iface_flush_wait(iface, comp);
-    if (status == UCS_INPROGRESS) {
-        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
-    }
-    return status;
-}
-
-/* The copies run side by side: those posted after a fence start once the
- * bytes of those before it landed */
-ucs_status_t uct_gpumem_ipc_ep_fence(uct_ep_h tl_ep,
-                                     unsigned UCS_V_UNUSED flags)
-{
-    uct_gpumem_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_ipc_ep_t);
-
-    if (ep->outstanding > 0) {
-        uct_gpumem_ipc_iface_drain(ucs_derived_of(tl_ep->iface,
-                                                  uct_gpumem_ipc_iface_t));
-    }
-    UCT_TL_EP_STAT_FENCE(&ep->super);
-    return UCS_OK;
 }

@@ -14,12 +14,11 @@
 
 
 typedef struct uct_gpumem_ipc_ep {
-    uct_base_ep_t        super;
+    uct_gpumem_ep_t      super;
     pid_t                peer_pid;
     uct_keepalive_info_t keepalive;  /* The peer's start: ep_check tells a
                                         dead peer, or its pid reused */
     gpumem_pci_addr_t    peer_gpu;
-    unsigned             outstanding;   /* Its copies not completed */
 } uct_gpumem_ipc_ep_t;
 
 
@@ -57,10 +56,5 @@ ucs_status_t uct_gpumem_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                          size_t iovcnt, uint64_t remote_addr,
                                          uct_rkey_t rkey,
                                          uct_completion_t *comp);
-
-ucs_status_t uct_gpumem_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                     uct_completion_t *comp);
-
-ucs_status_t uct_gpumem_ipc_ep_fence(uct_ep_h tl_ep, unsigned flags);
 
 #endif

@@ -18,7 +18,6 @@
 #include "ipc_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
 #include <uct/gpumem/base/gpumem_config.h>
-#include <uct/gpumem/base/gpumem_iface_params.h>
 #include "ipc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -38,12 +37,7 @@
 static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
-
-    {"MAX_POLL", "16",
-     "Most completions one progress call gives.",
-     ucs_offsetof(uct_gpumem_ipc_iface_config_t, max_poll),
-     UCT_GPUMEM_CONFIG_TYPE_COUNT},
+     UCS_CONFIG_TYPE_TABLE(uct_gpumem_iface_config_table)},
 
     {"BW", "auto",
      "Bandwidth UCP expects of a copy to or from a peer's GPU memory. auto:\n"
@@ -201,12 +195,10 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gpumem_ipc_iface_t);
 
-    uct_base_iface_query(&iface->super, iface_attr);
+    uct_gpumem_iface_query_common(&iface->super, iface_attr);
 
     iface_attr->iface_addr_len          = sizeof(uct_gpumem_ipc_iface_addr_t);
     iface_attr->device_addr_len         = sizeof(uct_gpumem_ipc_device_addr_t);
-    iface_attr->ep_addr_len             = 0;
-    iface_attr->max_conn_priv           = 0;
     /* PENDING: no operation runs out of resources, so pending_add answers
      * UCS_ERR_BUSY (try again now) and nothing waits */
     /* ERRHANDLE_PEER_FAILURE, EP_CHECK: ep_check tells a dead peer (UCP's
@@ -220,7 +212,6 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
                                           UCT_IFACE_FLAG_PENDING          |
                                           UCT_IFACE_FLAG_EP_CHECK         |
                                           UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
-    iface_attr->cap.event_flags         = UCT_GPUMEM_IFACE_EVENT_FLAGS;
 
     iface_attr->cap.put.max_short       = UCT_GPUMEM_IPC_PUT_MAX_SHORT;
     iface_attr->cap.put.max_bcopy       = UCT_GPUMEM_IPC_MAX_BCOPY;
@@ -237,29 +228,6 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.get.opt_zcopy_align = 1;
     iface_attr->cap.get.align_mtu       = 1;
     iface_attr->cap.get.max_iov         = 1;
-
-    iface_attr->cap.am.max_short        = 0;
-    iface_attr->cap.am.max_bcopy        = 0;
-    iface_attr->cap.am.min_zcopy        = 0;
-    iface_attr->cap.am.max_zcopy        = 0;
-    iface_attr->cap.am.opt_zcopy_align  = 1;
-    iface_attr->cap.am.align_mtu        = 1;
-    iface_attr->cap.am.max_hdr          = 0;
-    iface_attr->cap.am.max_iov          = 1;
-
-    /* The links of the path are the machine's, shared by its processes */
-    uct_gpumem_iface_perf_attr(&iface->config.perf, iface_attr);
-    return UCS_OK;
-}
-
-static ucs_status_t
-uct_gpumem_ipc_iface_estimate_perf(uct_iface_h tl_iface,
-                                   uct_perf_attr_t *perf_attr)
-{
-    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gpumem_ipc_iface_t);
-
-    uct_gpumem_iface_perf_estimate(&iface->config.perf, perf_attr);
     return UCS_OK;
 }
 
@@ -271,7 +239,7 @@ static gpumem_gpu_t *uct_gpumem_ipc_iface_gpu(uct_gpumem_ipc_iface_t *iface,
 }
 
 ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
-                                       uct_gpumem_ipc_ep_t *ep, unsigned gpu,
+                                       uct_gpumem_ep_t *ep, unsigned gpu,
                                        uint64_t dst, int dst_dev,
                                        uint64_t src, int src_dev,
                                        size_t length,
@@ -282,6 +250,10 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
     uct_gpumem_ipc_op_t *op;
     ucs_status_t status;
 
+    /* The copies run side by side: one posted after a fence starts once the
+     * bytes of those before it landed */
+    uct_gpumem_iface_fence_wait(&iface->super, 1);
+
     /* Small copies are done before it returns */
     status = gpumem_copy(uct_gpumem_ipc_iface_gpu(iface, gpu), dst, dst_dev,
                          src, src_dev, length, &copy);
@@ -289,22 +261,16 @@ ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
         return status;
     }
 
-    op = ucs_mpool_get_inline(&iface->op_mp);
+    op = (uct_gpumem_ipc_op_t*)uct_gpumem_iface_op_get(&iface->super);
     if (op == NULL) {
         /* Nowhere to keep it: it is finished here */
         return gpumem_copy_wait(&copy, status);
     }
 
     uct_gpumem_ipc_cache_hold(iface->md->cache, entry);
-    op->seq    = ++iface->seq;
-    op->ep     = ep;
-    op->comp   = comp;
-    op->entry  = entry;
-    op->status = UCS_INPROGRESS;
-    op->copy   = copy;
-    ++ep->outstanding;
-    ucs_queue_push(&iface->ops, &op->queue);
-    uct_gpumem_iface_event_posted(&iface->event);
+    op->entry      = entry;
+    op->super.copy = copy;
+    uct_gpumem_iface_op_push(&iface->super, ep, &op->super, 1, comp);
     return UCS_INPROGRESS;
 }
 
@@ -313,186 +279,24 @@ ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
                                        uint64_t src, int src_dev,
                                        size_t length)
 {
+    uct_gpumem_iface_fence_wait(&iface->super, 0);
     return gpumem_copy_sync(uct_gpumem_ipc_iface_gpu(iface, gpu), dst,
                             dst_dev, src, src_dev, length);
 }
 
-ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
-                                             uct_completion_t *comp)
+static void uct_gpumem_ipc_op_release(uct_gpumem_iface_t *iface,
+                                      uct_gpumem_iface_op_t *op)
 {
-    uct_gpumem_ipc_op_t *flush;
-
-    if (ucs_queue_is_empty(&iface->ops)) {
-        return UCS_OK;
-    }
-
-    if (comp == NULL) {
-        return UCS_INPROGRESS;
-    }
-
-    flush = ucs_mpool_get_inline(&iface->op_mp);
-    if (flush == NULL) {
-        ucs_error("gpumemipc: cannot queue a flush");
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    flush->seq    = iface->seq;
-    flush->ep     = NULL;
-    flush->comp   = comp;
-    flush->entry  = NULL;
-    flush->status = UCS_OK;
-    ucs_queue_push(&iface->flushes, &flush->queue);
-    uct_gpumem_iface_event_posted(&iface->event);
-    return UCS_INPROGRESS;
+    uct_gpumem_ipc_cache_put(ucs_derived_of(iface,
+                                            uct_gpumem_ipc_iface_t)->md->cache,
+                             ucs_derived_of(op, uct_gpumem_ipc_op_t)->entry);
 }
 
-void uct_gpumem_ipc_iface_drain(uct_gpumem_ipc_iface_t *iface)
-{
-    uct_gpumem_ipc_op_t *op;
-
-    ucs_queue_for_each(op, &iface->ops, queue) {
-        if (op->status == UCS_INPROGRESS) {
-            op->status = gpumem_copy_wait(&op->copy, UCS_INPROGRESS);
-        }
-    }
-}
-
-void uct_gpumem_ipc_iface_ep_gone(uct_gpumem_ipc_iface_t *iface,
-                                  uct_gpumem_ipc_ep_t *ep)
-{
-    uct_gpumem_ipc_op_t *op;
-
-    ucs_queue_for_each(op, &iface->ops, queue) {
-        if (op->ep == ep) {
-            op->ep = NULL;
-        }
-    }
-}
-
-static void uct_gpumem_ipc_op_complete(uct_gpumem_ipc_iface_t *iface,
-                                       uct_gpumem_ipc_op_t *op)
-{
-    uct_completion_t *comp = op->comp;
-    ucs_status_t status    = op->status;
-
-    if (op->ep != NULL) {
-        ucs_assert(op->ep->outstanding > 0);
-        --op->ep->outstanding;
-    }
-    uct_gpumem_ipc_cache_put(iface->md->cache, op->entry);
-    ucs_mpool_put_inline(op);
-    if (comp != NULL) {
-        uct_invoke_completion(comp, status);
-    }
-}
-
-/* Flushes whose copies all completed: those older than the oldest copy
- * still out */
-static unsigned
-uct_gpumem_ipc_iface_complete_flushes(uct_gpumem_ipc_iface_t *iface)
-{
-    uint64_t oldest = ucs_queue_is_empty(&iface->ops) ? UINT64_MAX :
-                      ucs_queue_head_elem_non_empty(&iface->ops,
-                                                    uct_gpumem_ipc_op_t,
-                                                    queue)->seq;
-    uct_gpumem_ipc_op_t *flush;
-    uct_completion_t *comp;
-    unsigned count = 0;
-
-    while (!ucs_queue_is_empty(&iface->flushes)) {
-        flush = ucs_queue_head_elem_non_empty(&iface->flushes,
-                                              uct_gpumem_ipc_op_t, queue);
-        if (flush->seq >= oldest) {
-            break;
-        }
-
-        ucs_queue_pull_non_empty(&iface->flushes);
-        comp = flush->comp;
-        ucs_mpool_put_inline(flush);
-        uct_invoke_completion(comp, UCS_OK);
-        ++count;
-    }
-    return count;
-}
-
-static unsigned uct_gpumem_ipc_iface_progress(uct_iface_h tl_iface)
-{
-    uct_gpumem_ipc_iface_t *iface  = ucs_derived_of(tl_iface,
-                                                    uct_gpumem_ipc_iface_t);
-    unsigned count = 0;
-    ucs_queue_head_t done;
-    uct_gpumem_ipc_op_t *op;
-    ucs_queue_iter_t iter;
-
-    /* Every engine moves its share; completions are given after the walk,
-     * since a completion may post again */
-    ucs_queue_head_init(&done);
-    ucs_queue_for_each_safe(op, iter, &iface->ops, queue) {
-        if (op->status == UCS_INPROGRESS) {
-            op->status = gpumem_copy_poll(&op->copy);
-        }
-        if ((op->status != UCS_INPROGRESS) &&
-            (count < iface->config.max_poll)) {
-            ucs_queue_del_iter(&iface->ops, iter);
-            ucs_queue_push(&done, &op->queue);
-            ++count;
-        }
-    }
-
-    ucs_queue_for_each_extract(op, &done, queue, 1) {
-        uct_gpumem_ipc_op_complete(iface, op);
-    }
-
-    return count + uct_gpumem_ipc_iface_complete_flushes(iface);
-}
-
-static ucs_status_t uct_gpumem_ipc_iface_flush(uct_iface_h tl_iface,
-                                               unsigned UCS_V_UNUSED flags,
-                                               uct_completion_t *comp)
-{
-    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gpumem_ipc_iface_t);
-    ucs_status_t status;
-
-    status = uct_gpumem_ipc_iface_flush_wait(iface, comp);
-    if (status == UCS_OK) {
-        UCT_TL_IFACE_STAT_FLUSH(&iface->super);
-    } else if (status == UCS_INPROGRESS) {
-        UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
-    }
-    return status;
-}
-
-static ucs_status_t uct_gpumem_ipc_iface_fence(uct_iface_h tl_iface,
-                                               unsigned UCS_V_UNUSED flags)
-{
-    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gpumem_ipc_iface_t);
-
-    uct_gpumem_ipc_iface_drain(iface);
-    UCT_TL_IFACE_STAT_FENCE(&iface->super);
-    return UCS_OK;
-}
-
-static ucs_status_t uct_gpumem_ipc_iface_event_fd_get(uct_iface_h tl_iface,
-                                                      int *fd_p)
-{
-    *fd_p = ucs_derived_of(tl_iface, uct_gpumem_ipc_iface_t)->event.fd;
-    return UCS_OK;
-}
-
-/* Completions come at progress: busy while copies or flushes wait */
-static ucs_status_t uct_gpumem_ipc_iface_event_arm(uct_iface_h tl_iface,
-                                                   unsigned events)
-{
-    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gpumem_ipc_iface_t);
-
-    return uct_gpumem_iface_event_arm(&iface->event, events,
-                                      !ucs_queue_is_empty(&iface->ops) ||
-                                      !ucs_queue_is_empty(&iface->flushes),
-                                      UCT_GPUMEM_IPC_TL_NAME);
-}
+/* Every copy is given to its engine when it is posted: none to start */
+static const uct_gpumem_iface_op_ops_t uct_gpumem_ipc_op_ops = {
+    .start   = NULL,
+    .release = uct_gpumem_ipc_op_release
+};
 
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_ipc_iface_t)(uct_iface_t*);
 
@@ -502,39 +306,17 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
     .ep_put_zcopy             = uct_gpumem_ipc_ep_put_zcopy,
     .ep_get_bcopy             = uct_gpumem_ipc_ep_get_bcopy,
     .ep_get_zcopy             = uct_gpumem_ipc_ep_get_zcopy,
-    .ep_pending_add           = uct_gpumem_ep_pending_add_busy,
-    .ep_pending_purge         = uct_gpumem_ep_pending_purge_none,
-    .ep_flush                 = uct_gpumem_ipc_ep_flush,
-    .ep_fence                 = uct_gpumem_ipc_ep_fence,
     .ep_check                 = uct_gpumem_ipc_ep_check,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_ipc_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_ipc_ep_t),
-    .iface_flush              = uct_gpumem_ipc_iface_flush,
-    .iface_fence              = uct_gpumem_ipc_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_gpumem_ipc_iface_progress,
-    .iface_event_fd_get       = uct_gpumem_ipc_iface_event_fd_get,
-    .iface_event_arm          = uct_gpumem_ipc_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                         uct_gpumem_ipc_iface_t),
     .iface_query              = uct_gpumem_ipc_iface_query,
     .iface_get_device_address = uct_gpumem_ipc_iface_get_device_address,
     .iface_get_address        = uct_gpumem_ipc_iface_get_address,
-    .iface_is_reachable       = uct_gpumem_ipc_iface_is_reachable
-};
-
-static uct_iface_internal_ops_t uct_gpumem_ipc_iface_internal_ops = {
-    UCT_GPUMEM_IFACE_INTERNAL_OPS(uct_gpumem_ipc_iface_estimate_perf)
-};
-
-static ucs_mpool_ops_t uct_gpumem_ipc_op_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
+    .iface_is_reachable       = uct_gpumem_ipc_iface_is_reachable,
+    UCT_GPUMEM_IFACE_BASE_OPS
 };
 
 /* The estimates: the settings, or the topology's for the process's GPU */
@@ -542,21 +324,21 @@ static void
 uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
                                    const uct_gpumem_ipc_iface_config_t *config)
 {
+    uct_gpumem_iface_perf_t *perf = &self->super.config.perf;
+
     uct_gpumem_ipc_best_path(uct_gpumem_ipc_iface_context(self),
                              self->md->gpu, &self->path);
 
-    self->config.perf.bandwidth = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
-                                  self->path.bandwidth : config->bandwidth;
-    self->config.perf.latency   = (config->latency == UCS_TIME_AUTO) ?
-                                  self->path.latency :
-                                  ucs_time_to_sec(config->latency);
-    self->config.perf.overhead  = config->overhead;
+    perf->bandwidth = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
+                      self->path.bandwidth : config->bandwidth;
+    perf->latency   = (config->latency == UCS_TIME_AUTO) ?
+                      self->path.latency : ucs_time_to_sec(config->latency);
+    perf->overhead  = config->overhead;
     /* The path's links carry every process's copies */
-    self->config.perf.shared    = 1;
+    perf->shared    = 1;
     ucs_debug("gpumemipc: iface %p of GPU %u: %s path, %.0f MB/s, %.2f us",
               self, self->md->gpu, self->path.name,
-              self->config.perf.bandwidth / UCS_MBYTE,
-              self->config.perf.latency * UCS_USEC_PER_SEC);
+              perf->bandwidth / UCS_MBYTE, perf->latency * UCS_USEC_PER_SEC);
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
@@ -566,85 +348,30 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
 {
     const uct_gpumem_ipc_iface_config_t *config =
             ucs_derived_of(tl_config, uct_gpumem_ipc_iface_config_t);
-    ucs_status_t status;
+    uct_gpumem_ipc_md_t *ipc_md = ucs_derived_of(md, uct_gpumem_ipc_md_t);
+    uct_gpumem_iface_desc_t desc = {
+        .tl_name     = UCT_GPUMEM_IPC_TL_NAME,
+        .dev_name    = UCT_GPUMEM_IPC_DEV_NAME,
+        .context     = ipc_md->context,
+        .op_ops      = &uct_gpumem_ipc_op_ops,
+        .op_size     = sizeof(uct_gpumem_ipc_op_t),
+        .bounce_size = UCT_GPUMEM_IPC_MAX_BCOPY,
+        .in_order    = 0
+    };
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_gpumem_ipc_iface_ops,
-                              &uct_gpumem_ipc_iface_internal_ops, md, worker,
-                              params,
-                              tl_config UCS_STATS_ARG(params->stats_root)
-                              UCS_STATS_ARG(UCT_GPUMEM_IPC_TL_NAME));
+    UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_iface_t, &uct_gpumem_ipc_iface_ops,
+                              md, worker, params, tl_config, &desc);
 
-    status = uct_gpumem_iface_check_params(params, UCT_GPUMEM_IPC_TL_NAME,
-                                           UCT_GPUMEM_IPC_DEV_NAME);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    self->md              = ucs_derived_of(md, uct_gpumem_ipc_md_t);
-    self->seq             = 0;
-    self->config.max_poll = ucs_max(config->max_poll, 1);
+    self->md = ipc_md;
     uct_gpumem_ipc_iface_set_estimates(self, config);
-    ucs_queue_head_init(&self->ops);
-    ucs_queue_head_init(&self->flushes);
-
-    self->bounce = ucs_malloc(UCT_GPUMEM_IPC_MAX_BCOPY, "gpumem_ipc_bounce");
-    if (self->bounce == NULL) {
-        ucs_error("gpumemipc: failed to allocate %zu bytes of bcopy buffer",
-                  (size_t)UCT_GPUMEM_IPC_MAX_BCOPY);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = uct_gpumem_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_ipc_op_t),
-                                   0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                                   &uct_gpumem_ipc_op_mpool_ops,
-                                   "gpumem_ipc_ops");
-    if (status != UCS_OK) {
-        goto err_free_bounce;
-    }
-
-    status = uct_gpumem_iface_event_init(&self->event,
-                                         UCT_GPUMEM_IPC_TL_NAME);
-    if (status != UCS_OK) {
-        goto err_mpool;
-    }
     return UCS_OK;
-
-err_mpool:
-    ucs_mpool_cleanup(&self->op_mp, 1);
-err_free_bounce:
-    ucs_free(self->bounce);
-    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
 {
-    uct_gpumem_ipc_op_t *op;
-
-    uct_base_iface_progress_disable(&self->super.super,
-                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-
-    /* What the engines were given they finish, so that no byte lands after
-     * the close; no completion is called */
-    if (!ucs_queue_is_empty(&self->ops)) {
-        ucs_debug("gpumemipc: iface %p closes with copies in flight", self);
-    }
-    ucs_queue_for_each_extract(op, &self->ops, queue, 1) {
-        if (op->status == UCS_INPROGRESS) {
-            (void)gpumem_copy_wait(&op->copy, UCS_INPROGRESS);
-        }
-        uct_gpumem_ipc_cache_put(self->md->cache, op->entry);
-        ucs_mpool_put_inline(op);
-    }
-    ucs_queue_for_each_extract(op, &self->flushes, queue, 1) {
-        ucs_mpool_put_inline(op);
-    }
-
-    ucs_mpool_cleanup(&self->op_mp, 1);
-    ucs_free(self->bounce);
-    uct_gpumem_iface_event_cleanup(&self->event);
 }
 
-UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_base_iface_t);
+UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_gpumem_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_ipc_iface_t, uct_iface_t,
                                  uct_md_h, uct_worker_h,
                                  const uct_iface_params_t*,

@@ -12,12 +12,7 @@
 #include "ipc_md.h"
 #include "ipc_reach.h"
 
-#include <uct/base/uct_iface.h>
-#include <uct/gpumem/base/gpumem_iface_event.h>
-#include <uct/gpumem/base/gpumem_iface_perf.h>
-#include <uct/gpumem/mem/gpumem_copy.h>
-#include <ucs/datastruct/mpool.h>
-#include <ucs/datastruct/queue.h>
+#include <uct/gpumem/base/gpumem_iface.h>
 
 
 /* UCX 1.13 holds 9 characters of a transport name (UCT_TL_NAME_MAX) */
@@ -52,30 +47,21 @@ typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
 
 
 typedef struct uct_gpumem_ipc_iface_config {
-    uct_iface_config_t super;
-    unsigned           max_poll;   /* Completions one progress call gives */
-    double             bandwidth;  /* UCS_CONFIG_DBL_AUTO: by the topology */
-    ucs_time_t         latency;    /* UCS_TIME_AUTO: by the topology */
-    double             overhead;
+    uct_gpumem_iface_config_t super;
+    double                    bandwidth;  /* UCS_CONFIG_DBL_AUTO: by the
+                                             topology */
+    ucs_time_t                latency;    /* UCS_TIME_AUTO: by the topology */
+    double                    overhead;
 } uct_gpumem_ipc_iface_config_t;
 
 
-struct uct_gpumem_ipc_ep;
-
-
 /**
- * A zero-copy operation the engine runs, or a flush waiting for them.
+ * A zero-copy operation the engine runs.
  */
 typedef struct uct_gpumem_ipc_op {
-    ucs_queue_elem_t             queue;
-    uint64_t                     seq;     /* Posting order of the interface */
-    struct uct_gpumem_ipc_ep     *ep;     /* Counts it outstanding, or NULL
-                                             once the ep is gone */
-    uct_completion_t             *comp;
+    uct_gpumem_iface_op_t        super;
     uct_gpumem_ipc_cache_entry_t *entry;  /* Held while the engine may touch
                                              its mapping */
-    ucs_status_t                 status;  /* UCS_INPROGRESS while it runs */
-    gpumem_copy_t                copy;
 } uct_gpumem_ipc_op_t;
 
 
@@ -85,19 +71,9 @@ typedef struct uct_gpumem_ipc_op {
  * once every copy posted before it on the interface has.
  */
 typedef struct uct_gpumem_ipc_iface {
-    uct_base_iface_t      super;
+    uct_gpumem_iface_t    super;
     uct_gpumem_ipc_md_t   *md;
-    ucs_mpool_t           op_mp;
-    ucs_queue_head_t      ops;       /* Copies not completed, oldest first */
-    ucs_queue_head_t      flushes;   /* Flushes waiting, oldest first */
-    uint64_t              seq;       /* Of the last copy posted */
     uct_gpumem_ipc_path_t path;      /* What the estimates come from */
-    void                  *bounce;   /* Host bytes of bcopy, max_bcopy */
-    uct_gpumem_iface_event_t event;  /* Completions, for wakeup */
-    struct {
-        unsigned          max_poll;
-        uct_gpumem_iface_perf_t perf;  /* What UCP selects lanes by */
-    } config;
 } uct_gpumem_ipc_iface_t;
 
 
@@ -111,25 +87,18 @@ extern uct_tl_t uct_gpumem_ipc_tl;
  * copy, and @a entry is held, until then).
  */
 ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
-                                       struct uct_gpumem_ipc_ep *ep,
-                                       unsigned gpu, uint64_t dst, int dst_dev,
+                                       uct_gpumem_ep_t *ep, unsigned gpu,
+                                       uint64_t dst, int dst_dev,
                                        uint64_t src, int src_dev,
                                        size_t length,
                                        uct_gpumem_ipc_cache_entry_t *entry,
                                        uct_completion_t *comp);
 
-/**
- * A flush of what was posted so far: UCS_INPROGRESS and @a comp (if not
- * NULL) called once all of it completed, or an error.
- */
 /* Copies at once, back when the bytes landed: short and bcopy */
 ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
                                        unsigned gpu, uint64_t dst, int dst_dev,
                                        uint64_t src, int src_dev,
                                        size_t length);
-
-ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
-                                             uct_completion_t *comp);
 
 /**
  * Whether a peer's interface at @a dev_addr and @a iface_addr is reached:
@@ -139,13 +108,5 @@ ucs_status_t uct_gpumem_ipc_iface_flush_wait(uct_gpumem_ipc_iface_t *iface,
 int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
                                  const uct_device_addr_t *dev_addr,
                                  const uct_iface_addr_t *iface_addr);
-
-/* Runs every copy posted so far until its bytes landed; completions still
- * come through progress */
-void uct_gpumem_ipc_iface_drain(uct_gpumem_ipc_iface_t *iface);
-
-/* The ep goes: its copies run on, counted by no ep */
-void uct_gpumem_ipc_iface_ep_gone(uct_gpumem_ipc_iface_t *iface,
-                                  struct uct_gpumem_ipc_ep *ep);
 
 #endif
