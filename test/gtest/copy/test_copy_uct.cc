@@ -390,13 +390,30 @@ TEST_F(copy_uct, iface_query_advertises_put_get_short_bcopy_zcopy_to_iface) {
     EXPECT_EQ(1u, attr.cap.put.max_iov);
     EXPECT_EQ(0u, attr.cap.am.max_short);
     EXPECT_EQ(0u, attr.cap.am.max_bcopy);
-    /* The emu's measured defaults (UCX_GPUMEM_COPY_BW, _LATENCY,
-     * _OVERHEAD) */
+    /* The emu driver's figures for its engine (UCX_GPUMEM_COPY_BW and
+     * _LATENCY auto), and the default UCX_GPUMEM_COPY_OVERHEAD */
     EXPECT_DOUBLE_EQ(10000.0 * UCS_MBYTE, attr.bandwidth.dedicated);
     EXPECT_DOUBLE_EQ(0.0, attr.bandwidth.shared);
     EXPECT_NEAR(100e-9, attr.latency.c, 1e-12);
     EXPECT_NEAR(50e-9, attr.overhead, 1e-12);
     EXPECT_DOUBLE_EQ(0.0, attr.latency.m);
+}
+
+/* A setting wins over the driver's figures */
+TEST_F(copy_uct, estimates_are_the_settings_where_given) {
+    uct_iface_attr_t attr;
+    uct_iface_h iface;
+
+    setenv("UCX_GPUMEM_COPY_BW", "2500MBs", 1);
+    setenv("UCX_GPUMEM_COPY_LATENCY", "3us", 1);
+    iface = open_iface();
+    unsetenv("UCX_GPUMEM_COPY_BW");
+    unsetenv("UCX_GPUMEM_COPY_LATENCY");
+    ASSERT_TRUE(iface != NULL);
+
+    ASSERT_EQ(UCS_OK, uct_iface_query(iface, &attr));
+    EXPECT_DOUBLE_EQ(2500.0 * UCS_MBYTE, attr.bandwidth.dedicated);
+    EXPECT_NEAR(3e-6, attr.latency.c, 1e-9);
 }
 
 TEST_F(copy_uct, estimate_perf_matches_query) {

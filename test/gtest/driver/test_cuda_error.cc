@@ -63,7 +63,7 @@ TEST_F(cuda_error, log_names_the_call_and_the_error) {
               gpumem_cuda_log_result(UCS_LOG_LEVEL_ERROR,
                                      CUDA_ERROR_OUT_OF_MEMORY, "cuMemCreate",
                                      "GPU %u: %zu bytes", 0u, (size_t)4096));
-    expect_log("gpumem cuda: GPU 0: 4096 bytes: cuMemCreate failed: " +
+    expect_log("gpumem_cuda: GPU 0: 4096 bytes: cuMemCreate failed: " +
                expected_name);
 }
 

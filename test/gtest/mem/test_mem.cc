@@ -9,6 +9,7 @@
 #include "mem_test.h"
 
 #include <common/log_capture.h>
+#include <common/watchdog.h>
 
 #include <sys/mman.h>
 
@@ -1031,6 +1032,8 @@ TEST_F(mem_core, calls_on_two_gpus_run_at_once_without_deadlock) {
                                  alloc(1, GPUMEM_KIND_GPU, 4096)};
     std::atomic<unsigned> failures(0);
     std::vector<std::thread> threads;
+    /* A cycle of waits fails the test, naming it, rather than hanging */
+    gpumem_test::watchdog watchdog("calls on two GPUs", 120);
 
     for (unsigned t = 0; t < 2; ++t) {
         threads.emplace_back([this, t, &owned, &failures]() {

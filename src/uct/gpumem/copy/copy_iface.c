@@ -27,6 +27,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
+#include <ucs/time/time.h>
 #include <ucs/type/class.h>
 #include <ucs/sys/sys.h>
 #include <pthread.h>
@@ -46,24 +47,20 @@ static ucs_config_field_t uct_gpumem_copy_iface_config_table[] = {
      ucs_offsetof(uct_gpumem_copy_iface_config_t, seg_size),
      UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
-    /* Measured with "ucx_perftest -l -x gpumemcpy -d gpumem -t put_bw"
-     * (device memory from libgpumem_perftest) on the machine of the tests:
-     * 4 MiB host->device 10.3 GB/s, 1 MiB device->device 19.9 GB/s, 64 KiB
-     * 28 GB/s (in cache), 8 B 67 ns an operation */
-    {"BW", "10000MBs",
-     "Bandwidth UCP expects of a copy. The default is what the emu driver's\n"
-     "engine (a memmove by the calling thread) moves at the sizes the\n"
-     "rendezvous pipeline copies, 4 MiB out of cache; a real GPU's engine\n"
-     "moves what its bus does.",
+    {"BW", "auto",
+     "Bandwidth UCP expects of a copy. auto: the driver's figure for its\n"
+     "copy engine: 10000 MB/s for the emu (a memmove by the calling thread,\n"
+     "at the sizes the rendezvous pipeline copies, out of cache), as for a\n"
+     "GPU's DMA engine across PCIe.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, bandwidth),
      UCS_CONFIG_TYPE_BW},
 
-    {"LATENCY", "100ns",
-     "Time UCP expects a copy of a few bytes to take. The default is the\n"
-     "emu driver's (a lock, a page table walk, a call); a real GPU's engine\n"
-     "takes some microseconds.",
+    {"LATENCY", "auto",
+     "Time UCP expects a copy of a few bytes to take. auto: the driver's\n"
+     "figure: 100ns for the emu (a lock, a page table walk, a call), 8us\n"
+     "for a GPU's DMA engine (from posting to the event of its end).",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, latency),
-     UCT_GPUMEM_CONFIG_TYPE_TIME},
+     UCT_GPUMEM_CONFIG_TYPE_TIME_UNITS},
 
     {"OVERHEAD", "50ns",
      "CPU time UCP expects posting a copy to take, the rest of the latency\n"
@@ -391,6 +388,24 @@ static uct_iface_ops_t uct_gpumem_copy_iface_ops = {
     UCT_GPUMEM_IFACE_BASE_OPS
 };
 
+/* The estimates: the settings, or the driver's figures for its engine */
+static void
+uct_gpumem_copy_iface_set_estimates(uct_gpumem_copy_iface_t *self,
+                                    const uct_gpumem_copy_iface_config_t *config)
+{
+    uct_gpumem_iface_perf_t *perf = &self->super.config.perf;
+    gpumem_copy_perf_t engine;
+
+    /* One engine serves as all: the GPUs of a process have one driver */
+    gpumem_copy_engine_perf(self->super.context->gpus[0], &engine);
+    perf->bandwidth = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
+                      engine.bandwidth : config->bandwidth;
+    perf->latency   = (config->latency == UCS_TIME_AUTO) ?
+                      engine.latency : ucs_time_to_sec(config->latency);
+    perf->overhead  = config->overhead;
+    perf->shared    = engine.shared;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -416,12 +431,13 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
     UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_iface_t, &uct_gpumem_copy_iface_ops,
                               md, worker, params, tl_config, &desc);
 
-    self->id                          = uct_gpumem_copy_process_id();
-    self->super.config.perf.bandwidth = config->bandwidth;
-    self->super.config.perf.latency   = config->latency;
-    self->super.config.perf.overhead  = config->overhead;
-    /* The emu's engine is the calling thread: each process has its own */
-    self->super.config.perf.shared    = 0;
+    if (self->super.context->num_gpus == 0) {
+        ucs_error("gpumemcpy: no GPU to copy with");
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    self->id = uct_gpumem_copy_process_id();
+    uct_gpumem_copy_iface_set_estimates(self, config);
     return UCS_OK;
 }
 

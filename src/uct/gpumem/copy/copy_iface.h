@@ -26,8 +26,9 @@ typedef struct uct_gpumem_copy_iface_config {
     uct_gpumem_iface_config_t super;
     size_t                    seg_size;   /* Bounce buffer of the bcopy
                                              operations */
-    double                    bandwidth;  /* Estimates UCP selects lanes by */
-    double                    latency;
+    double                    bandwidth;  /* UCS_CONFIG_DBL_AUTO: the
+                                             driver's */
+    ucs_time_t                latency;    /* UCS_TIME_AUTO: the driver's */
     double                    overhead;
 } uct_gpumem_copy_iface_config_t;
 

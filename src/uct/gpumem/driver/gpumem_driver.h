@@ -125,6 +125,13 @@ typedef struct gpumem_driver_ops {
     const char   *name;
     unsigned     flags;        /* GPUMEM_DRIVER_FLAG_* */
 
+    /* What the copy engine moves, for the estimates UCP selects by: bytes
+     * a second at the sizes UCP's pipeline copies, the seconds a copy of a
+     * few bytes takes, and whether the machine's processes share it */
+    double       copy_bandwidth;
+    double       copy_latency;
+    int          copy_shared;
+
     /* The GPUs of the machine the driver drives, in topology order */
     unsigned     (*num_gpus)(gpumem_driver_t *driver);
     gpumem_driver_gpu_t *(*gpu)(gpumem_driver_t *driver, unsigned index);

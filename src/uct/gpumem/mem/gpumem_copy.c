@@ -12,6 +12,15 @@
 #include "gpumem_mem_int.h"
 
 
+void gpumem_copy_engine_perf(const gpumem_gpu_t *gpu, gpumem_copy_perf_t *perf)
+{
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
+
+    perf->bandwidth = ops->copy_bandwidth;
+    perf->latency   = ops->copy_latency;
+    perf->shared    = ops->copy_shared;
+}
+
 ucs_status_t gpumem_copy(gpumem_gpu_t *gpu, uint64_t dst, int dst_dev,
                          uint64_t src, int src_dev, size_t size,
                          gpumem_copy_t *copy)

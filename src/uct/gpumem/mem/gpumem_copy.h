@@ -29,6 +29,20 @@ typedef struct gpumem_copy {
 
 
 /**
+ * What the copy engine of @a gpu is expected to move (its driver's
+ * figures): bytes a second, the seconds a copy of a few bytes takes, and
+ * whether the machine's processes share the engine.
+ */
+typedef struct gpumem_copy_perf {
+    double bandwidth;
+    double latency;
+    int    shared;
+} gpumem_copy_perf_t;
+
+void gpumem_copy_engine_perf(const gpumem_gpu_t *gpu, gpumem_copy_perf_t *perf);
+
+
+/**
  * Gives @a size bytes from @a src to @a dst to the engine of @a gpu; a side
  * with @a dst_dev (@a src_dev) set is a device address of the GPU, the
  * other a host address. UCS_OK: the bytes landed; UCS_INPROGRESS: poll

@@ -945,7 +945,7 @@ static gpumem_memory_t *gpumem_memory_owner_done(gpumem_memory_t *memory)
 
 /* The last region over @a mapping was freed: unmap it and give back what
  * the GPU holds for it */
-static void gpumem_mapping_release(gpumem_mapping_t *mapping)
+static void gpumem_mapping_unmap_last(gpumem_mapping_t *mapping)
 {
     gpumem_gpu_t *gpu       = mapping->gpu;
     gpumem_memory_t *memory = mapping->memory;
@@ -1044,7 +1044,7 @@ gpumem_free_locked(gpumem_gpu_t *gpu, gpumem_region_t *region)
 
     gpumem_gpu_give_back_deferred(gpu);
     if (--mapping->refcount == 0) {
-        gpumem_mapping_release(mapping);
+        gpumem_mapping_unmap_last(mapping);
     }
     return UCS_OK;
 }
@@ -1062,8 +1062,8 @@ ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
 
 /* At release, a mapping of this GPU's tables ends without a table write:
  * the function masters the bus no more */
-static void gpumem_release_mapping(gpumem_gpu_t *gpu,
-                                   gpumem_mapping_t *mapping)
+static void gpumem_mapping_drop_at_release(gpumem_gpu_t *gpu,
+                                           gpumem_mapping_t *mapping)
 {
     gpumem_memory_t *memory = mapping->memory;
     gpumem_memory_t *idle   = NULL;
@@ -1134,10 +1134,10 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
     gpumem_mem_global_unlock();
 
     ucs_list_for_each_safe(mapping, mapping_tmp, &gpu->mappings, list) {
-        gpumem_release_mapping(gpu, mapping);
+        gpumem_mapping_drop_at_release(gpu, mapping);
     }
     ucs_list_for_each_safe(mapping, mapping_tmp, &gpu->kept, list) {
-        gpumem_release_mapping(gpu, mapping);
+        gpumem_mapping_drop_at_release(gpu, mapping);
     }
 
     /* Its own memory goes back, but what another GPU maps (or may still

@@ -272,8 +272,8 @@ gpumem_topo_facts_warn_conflict(const char *path,
             ((entries[i].value != entry->value) ||
              (entries[i].has_group != entry->has_group) ||
              (entries[i].group != entry->group))) {
-            ucs_warn("%s:%u and %s:%u say different %s facts of %s: line %u "
-                     "is applied", path, entries[i].lineno, path,
+            ucs_warn("gpumem: %s:%u and %s:%u say different %s facts of %s: "
+                     "line %u is applied", path, entries[i].lineno, path,
                      entry->lineno, gpumem_topo_facts_kinds[entry->kind].name,
                      gpumem_pci_addr_str(&entry->addr, name, sizeof(name)),
                      entry->lineno);
@@ -305,7 +305,7 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
 
     file = fdopen(fd, "r");
     if (file == NULL) {
-        ucs_error("cannot read topology facts %s: %s", path,
+        ucs_error("gpumem: cannot read topology facts %s: %s", path,
                   strerror(errno));
         close(fd);
         return UCS_ERR_IO_ERROR;
@@ -318,8 +318,8 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
         }
 
         if (ret < 0) {
-            ucs_error("%s:%u: line longer than %d characters, or binary",
-                      path, lineno, GPUMEM_TOPO_FACTS_LINE_MAX);
+            ucs_error("gpumem: %s:%u: line longer than %d characters, or "
+                      "binary", path, lineno, GPUMEM_TOPO_FACTS_LINE_MAX);
             status = UCS_ERR_INVALID_PARAM;
             goto err_free;
         }
@@ -327,7 +327,7 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
         ret = gpumem_topo_facts_parse_line(line, &entry, error,
                                            sizeof(error));
         if (ret < 0) {
-            ucs_error("%s:%u: %s", path, lineno, error);
+            ucs_error("gpumem: %s:%u: %s", path, lineno, error);
             status = UCS_ERR_INVALID_PARAM;
             goto err_free;
         }
@@ -340,7 +340,8 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
             grown       = ucs_realloc(entries, max_entries * sizeof(*entries),
                                       "gpumem_topo_facts");
             if (grown == NULL) {
-                ucs_error("no memory for the topology facts of %s", path);
+                ucs_error("gpumem: no memory for the topology facts of %s",
+                          path);
                 status = UCS_ERR_NO_MEMORY;
                 goto err_free;
             }
@@ -352,7 +353,8 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
     }
 
     if (ferror(file)) {
-        ucs_error("cannot read topology facts %s: %s", path, strerror(errno));
+        ucs_error("gpumem: cannot read topology facts %s: %s", path,
+                  strerror(errno));
         status = UCS_ERR_IO_ERROR;
         goto err_free;
     }
@@ -432,7 +434,7 @@ ucs_status_t gpumem_topo_facts_apply(gpumem_topo_t *topo, const char *path)
         }
     }
 
-    ucs_debug("applied %u topology facts from %s", num_entries, path);
+    ucs_debug("gpumem: applied %u topology facts from %s", num_entries, path);
     ucs_free(entries);
     return UCS_OK;
 }
@@ -529,7 +531,7 @@ ucs_status_t gpumem_topo_save_facts(const gpumem_topo_t *topo,
 
     file = fopen(path, "w");
     if (file == NULL) {
-        ucs_error("cannot create topology facts %s: %s", path,
+        ucs_error("gpumem: cannot create topology facts %s: %s", path,
                   strerror(errno));
         return UCS_ERR_IO_ERROR;
     }
@@ -543,7 +545,7 @@ ucs_status_t gpumem_topo_save_facts(const gpumem_topo_t *topo,
 
     failed = ferror(file);
     if ((fclose(file) != 0) || failed) {
-        ucs_error("cannot write topology facts %s: %s", path,
+        ucs_error("gpumem: cannot write topology facts %s: %s", path,
                   strerror(errno));
         return UCS_ERR_IO_ERROR;
     }

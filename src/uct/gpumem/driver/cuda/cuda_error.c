@@ -111,7 +111,7 @@ ucs_status_t gpumem_cuda_log_result(ucs_log_level_t level, CUresult result,
         va_start(ap, fmt);
         vsnprintf(what, sizeof(what), fmt, ap);
         va_end(ap);
-        ucs_log(level, "gpumem cuda: %s: %s failed: %s: %s (%s)", what, call,
+        ucs_log(level, "gpumem_cuda: %s: %s failed: %s: %s (%s)", what, call,
                 gpumem_cuda_error_name(result, name, sizeof(name)),
                 gpumem_cuda_error_string(result),
                 ucs_status_string(status));

@@ -21,7 +21,7 @@ ucs_status_t gpumem_cuda_handle_pack(const gpumem_cuda_handle_t *handle,
                                      void *buf, size_t max, size_t *length_p)
 {
     if (max < GPUMEM_CUDA_HANDLE_SIZE) {
-        ucs_error("gpumem cuda: a memory handle takes %zu bytes, %zu given",
+        ucs_error("gpumem_cuda: a memory handle takes %zu bytes, %zu given",
                   GPUMEM_CUDA_HANDLE_SIZE, max);
         return UCS_ERR_BUFFER_TOO_SMALL;
     }
@@ -57,25 +57,25 @@ ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
     const char *why;
 
     if (length != GPUMEM_CUDA_HANDLE_SIZE) {
-        ucs_error("gpumem cuda: refused a %zu-byte memory handle: a handle "
+        ucs_error("gpumem_cuda: refused a %zu-byte memory handle: a handle "
                   "has %zu bytes", length, GPUMEM_CUDA_HANDLE_SIZE);
         return UCS_ERR_INVALID_PARAM;
     }
 
     memcpy(&h, buf, sizeof(h));
     if (h.magic != GPUMEM_CUDA_HANDLE_MAGIC) {
-        ucs_error("gpumem cuda: refused a memory handle with magic 0x%x: "
+        ucs_error("gpumem_cuda: refused a memory handle with magic 0x%x: "
                   "not a cuda driver handle", h.magic);
         return UCS_ERR_INVALID_PARAM;
     }
     if (h.version != GPUMEM_CUDA_HANDLE_VERSION) {
-        ucs_error("gpumem cuda: refused a memory handle of version %u: this "
+        ucs_error("gpumem_cuda: refused a memory handle of version %u: this "
                   "process reads version %d", h.version,
                   GPUMEM_CUDA_HANDLE_VERSION);
         return UCS_ERR_INVALID_PARAM;
     }
     if (h.uid != geteuid()) {
-        ucs_error("gpumem cuda: refused a memory handle of process %d: it "
+        ucs_error("gpumem_cuda: refused a memory handle of process %d: it "
                   "belongs to user %u, this process's user is %u", h.pid,
                   h.uid, (unsigned)geteuid());
         return UCS_ERR_REJECTED;
@@ -101,7 +101,7 @@ ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
     }
 
     if (why != NULL) {
-        ucs_error("gpumem cuda: refused a memory handle of process %d (type "
+        ucs_error("gpumem_cuda: refused a memory handle of process %d (type "
                   "%u, %"PRIu64" bytes): it has %s", h.pid, h.type, h.size,
                   why);
         return UCS_ERR_INVALID_PARAM;

@@ -52,7 +52,7 @@ static ucs_status_t gpumem_cuda_host_add(gpumem_cuda_driver_t *driver,
 
     host = ucs_malloc(sizeof(*host), "gpumem_cuda_host");
     if (host == NULL) {
-        ucs_error("gpumem cuda: cannot allocate a pinned range");
+        ucs_error("gpumem_cuda: cannot allocate a pinned range");
         return UCS_ERR_NO_MEMORY;
     }
 

@@ -191,7 +191,7 @@ void gpumem_cuda_copy_cleanup(gpumem_cuda_gpu_t *gpu);
 
 
 #define gpumem_cuda_gpu_log(_level, _gpu, _fmt, ...) \
-    ucs_log(_level, "gpumem cuda: GPU %u (%s): " _fmt, (_gpu)->index, \
+    ucs_log(_level, "gpumem_cuda: GPU %u (%s): " _fmt, (_gpu)->index, \
             (_gpu)->name, ## __VA_ARGS__)
 
 #endif

@@ -349,7 +349,7 @@ ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
     ucs_status_t status;
 
     if (gpumem_cuda_addr_query(driver, addr, attr) != UCS_OK) {
-        ucs_error("gpumem cuda: export of %p: not the device memory of an "
+        ucs_error("gpumem_cuda: export of %p: not the device memory of an "
                   "allocation", addr);
         return UCS_ERR_INVALID_ADDR;
     }
@@ -515,7 +515,7 @@ ucs_status_t gpumem_cuda_pt_map_vram(gpumem_driver_gpu_t *handle, uint64_t va,
 
     if (flags & GPUMEM_DRIVER_MAP_UNCACHED) {
         /* The driver API has no uncached mapping of device memory */
-        ucs_trace("gpumem cuda: GPU %u: 0x%"PRIx64" mapped cached",
+        ucs_trace("gpumem_cuda: GPU %u: 0x%"PRIx64" mapped cached",
                   gpu->index, va);
     }
 

@@ -105,7 +105,7 @@ ucs_status_t gpumem_emu_dmabuf_export(gpumem_driver_mem_t *mem, int *fd_p,
     dev_fd = open(GPUMEM_EMU_UDMABUF_DEV, O_RDWR | O_CLOEXEC);
     if (dev_fd < 0) {
         /* A capability of the kernel, not an error of the program */
-        ucs_diag("gpumem emu GPU %s: cannot export a dma-buf of VRAM "
+        ucs_diag("gpumem_emu: GPU %s: cannot export a dma-buf of VRAM "
                  "0x%lx+%zu: %s", gpu->name, (unsigned long)mem->phys,
                  mem->size, (errno == ENOENT) ?
                  "no " GPUMEM_EMU_UDMABUF_DEV " on this kernel "

@@ -38,7 +38,7 @@
 
 /* Logs with the GPU named, as every message of a GPU's operation does */
 #define gpumem_emu_gpu_log(_level, _gpu, _fmt, ...) \
-    ucs_log(_level, "gpumem emu GPU %s: " _fmt, (_gpu)->name, ## __VA_ARGS__)
+    ucs_log(_level, "gpumem_emu: GPU %s: " _fmt, (_gpu)->name, ## __VA_ARGS__)
 #define gpumem_emu_gpu_error(_gpu, _fmt, ...) \
     gpumem_emu_gpu_log(UCS_LOG_LEVEL_ERROR, _gpu, _fmt, ## __VA_ARGS__)
 #define gpumem_emu_gpu_debug(_gpu, _fmt, ...) \

@@ -212,7 +212,7 @@ ucs_status_t gpumem_emu_topology_apply(const gpumem_emu_config_t *config,
                             vram_size);
         gpumem_pci_addr_str(&dev->reach.addr, gpu->name, sizeof(gpu->name));
         if (vram_size == 0) {
-            ucs_error("gpumem emu GPU %s: its %lu bytes of memory are less "
+            ucs_error("gpumem_emu: GPU %s: its %lu bytes of memory are less "
                       "than one %lu-byte page", gpu->name,
                       (unsigned long)dev->reach.mem_size.value,
                       GPUMEM_EMU_LARGE_PAGE_SIZE);

@@ -50,7 +50,7 @@ ucs_status_t gpumem_emu_space_init(gpumem_emu_driver_t *driver,
             break;
         }
         if ((va_size / 2) < min_size) {
-            ucs_error("gpumem emu: cannot reserve %zu bytes of device "
+            ucs_error("gpumem_emu: cannot reserve %zu bytes of device "
                       "addresses for %u GPUs: %s", space_size,
                       driver->num_gpus, strerror(errno));
             return UCS_ERR_NO_MEMORY;

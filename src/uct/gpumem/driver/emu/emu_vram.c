@@ -137,7 +137,7 @@ static void gpumem_emu_vram_remove(gpumem_emu_gpu_t *gpu, uint32_t slot)
     if ((gpu->vram_fd >= 0) &&
         (fallocate(gpu->vram_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                    extent->offset, extent->size) != 0)) {
-        ucs_warn("gpumem emu GPU %s: cannot give back VRAM at 0x%lx+%lu: %s",
+        ucs_warn("gpumem_emu: GPU %s: cannot give back VRAM at 0x%lx+%lu: %s",
                  gpu->name, (unsigned long)extent->offset,
                  (unsigned long)extent->size, strerror(errno));
     }
@@ -187,7 +187,7 @@ void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer)
     refs = ucs_malloc(GPUMEM_EMU_EXTENTS_MAX * sizeof(*refs),
                       "gpumem_emu_repair");
     if (refs == NULL) {
-        ucs_error("gpumem emu GPU %s: cannot allocate the repair of the "
+        ucs_error("gpumem_emu: GPU %s: cannot allocate the repair of the "
                   "state process %d left half-changed", gpu->name, writer);
         return;
     }
@@ -231,7 +231,7 @@ void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer)
         }
     }
 
-    ucs_diag("gpumem emu GPU %s: process %d died changing the shared state: "
+    ucs_diag("gpumem_emu: GPU %s: process %d died changing the shared state: "
              "repaired, %u extents kept, %u dropped", gpu->name, writer,
              state->num_extents, dropped);
 }

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Checks the layers of src/uct/gpumem (DESIGN.md), lowest first: topology,
+# drivers, memory core, registration, UCT glue. Data flows down: a layer
+# calls and includes only itself and the layers below it.
+#
+#  - link: each layer's convenience library is linked into a shared object
+#    with only the layers below it and the outside libraries, with every
+#    symbol defined (-z defs), so that a call to a higher layer fails;
+#  - include: no file of a layer includes a header of a higher one (the
+#    memory core includes no driver's own header, only the interface of
+#    every driver).
+#
+# --self-test first shows that each check fails on a deliberately wrong
+# call and include, so that a check that cannot fail is not taken for one
+# that passes.
+#
+#   contrib/check-layers.sh [--self-test] --srcdir DIR --libdir DIR
+#                           --cc "CC CFLAGS CPPFLAGS" [--ldflags FLAGS]
+#                           --libs "OUTSIDE LIBRARIES"
+set -euo pipefail
+
+self_test=0
+srcdir= libdir= cc= ldflags= libs=
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --self-test) self_test=1 ;;
+    --srcdir)    srcdir=$2; shift ;;
+    --libdir)    libdir=$2; shift ;;
+    --cc)        cc=$2; shift ;;
+    --ldflags)   ldflags=$2; shift ;;
+    --libs)      libs=$2; shift ;;
+    *) echo "check-layers: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+if [ -z "$srcdir" ] || [ -z "$libdir" ] || [ -z "$cc" ]; then
+    echo "check-layers: --srcdir, --libdir and --cc are needed" >&2
+    exit 2
+fi
+
+# The layers below the UCT glue, lowest first, and what each may use
+layers="topo driver mem reg"
+declare -A below=(
+    [topo]=""
+    [driver]="topo"
+    [mem]="driver topo"
+    [reg]=""
+)
+# What the files of each layer may include of src/uct/gpumem, as paths
+# (a prefix ending in / is a directory); base/gpumem_compat_ucs.h is UCS's
+# own helpers as every UCX has them, for every layer
+declare -A includes=(
+    [topo]="topo/"
+    [driver]="driver/ topo/ base/gpumem_compat_ucs.h"
+    [mem]="mem/ driver/gpumem_driver.h topo/ base/gpumem_compat_ucs.h"
+    [reg]="reg/"
+)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Links layer $1 from archive $2 (and the objects after it) with the layers
+# below it; prints the linker's complaint and fails where a symbol is not
+# defined there
+link_layer() {
+    local layer=$1 archive=$2
+    shift 2
+    local lower=() dep
+    for dep in ${below[$layer]}; do
+        lower+=("$libdir/libgpumem_$dep.a")
+    done
+    # shellcheck disable=SC2086
+    $cc -shared -o "$work/$layer.so" \
+        -Wl,--whole-archive "$archive" "$@" -Wl,--no-whole-archive \
+        ${lower[@]+"${lower[@]}"} $ldflags $libs -Wl,-z,defs \
+        > "$work/$layer.log" 2>&1 || {
+        grep -o "undefined reference to \`[^']*'" "$work/$layer.log" |
+            sort -u | sed "s/^/check-layers: $layer: /"
+        return 1
+    }
+}
+
+# Whether the includes of the files under $1 keep to their layers; prints
+# each that does not
+check_includes() {
+    local root=$1 layer file inc path allowed ok bad=0
+    for layer in $layers; do
+        [ -d "$root/$layer" ] || continue
+        while IFS= read -r file; do
+            while IFS= read -r inc; do
+                path=${inc#uct/gpumem/}
+                # A name without a directory is of the file's own
+                [ "$path" = "$inc" ] && case "$inc" in */*) ;; *) continue ;; esac
+                case "$inc" in uct/gpumem/*) ;; *) continue ;; esac
+                ok=0
+                for allowed in ${includes[$layer]}; do
+                    case "$path" in "$allowed"*) ok=1 ;; esac
+                done
+                if [ "$ok" -eq 0 ]; then
+                    echo "check-layers: ${file#"$root"/} ($layer) includes" \
+                         "$inc, of a higher layer"
+                    bad=1
+                fi
+            done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^">]*\)[">].*/\1/p' "$file")
+        done < <(find "$root/$layer" -name '*.[ch]' | sort)
+    done
+    return $bad
+}
+
+if [ "$self_test" -eq 1 ]; then
+    # A call from the topology to the UCT glue, which must not link
+    cat > "$work/wrong.c" <<'EOF'
+#include <uct/gpumem/gpumem_context.h>
+void gpumem_topo_check_layers_wrong(void)
+{
+    uct_gpumem_context_put(NULL);
+}
+EOF
+    $cc -fPIC -c -o "$work/wrong.o" "$work/wrong.c"
+    if link_layer topo "$libdir/libgpumem_topo.a" "$work/wrong.o" \
+            > "$work/self.log"; then
+        echo "check-layers: self-test: a call from topo to the UCT glue" \
+             "linked" >&2
+        exit 1
+    fi
+    grep -q "uct_gpumem_context_put" "$work/self.log" || {
+        echo "check-layers: self-test: the wrong call was not named:" >&2
+        cat "$work/self.log" >&2
+        exit 1
+    }
+
+    # The memory core including a driver's own header
+    mkdir -p "$work/src/mem"
+    printf '#include <uct/gpumem/driver/emu/emu.h>\n' > "$work/src/mem/wrong.c"
+    if check_includes "$work/src" > "$work/self.log"; then
+        echo "check-layers: self-test: mem including driver/emu/emu.h" \
+             "passed" >&2
+        exit 1
+    fi
+    echo "check-layers: self-test: a wrong call and a wrong include fail"
+fi
+
+status=0
+for layer in $layers; do
+    if link_layer "$layer" "$libdir/libgpumem_$layer.a"; then
+        echo "check-layers: $layer links with${below[$layer]:+ }${below[$layer]:- nothing of gpumem} below it"
+    else
+        status=1
+    fi
+done
+check_includes "$srcdir" || status=1
+[ "$status" -eq 0 ] && echo "check-layers: every include keeps to its layer"
+exit $status
