@@ -10,9 +10,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 extern char **environ;
@@ -228,6 +230,167 @@ TEST_F(cuda_device, dmabuf_for_nic_or_clear_refusal) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }
 
+/*
+ * The driver is a guest in the application's threads: whatever context the
+ * caller has current, none or one of its own, is current again after every
+ * call. The caller's calls come from libcuda.so.1 itself (opened again: the
+ * same library), not from the driver's table, which has no use for them.
+ */
+class cuda_device_caller_ctx : public cuda_device {
+protected:
+    typedef CUresult (*ctx_get_current_t)(CUcontext*);
+    typedef CUresult (*ctx_create_t)(CUcontext*, unsigned, CUdevice);
+    typedef CUresult (*ctx_destroy_t)(CUcontext);
+
+    cuda_device_caller_ctx() : m_lib(NULL), m_get_current(NULL),
+                               m_create(NULL), m_destroy(NULL) {}
+
+    virtual void SetUp() {
+        cuda_device::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+
+        m_lib = dlopen(GPUMEM_CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+        ASSERT_TRUE(m_lib != NULL) << dlerror();
+        *(void**)&m_get_current = dlsym(m_lib, "cuCtxGetCurrent");
+        *(void**)&m_create      = dlsym(m_lib, "cuCtxCreate_v2");
+        *(void**)&m_destroy     = dlsym(m_lib, "cuCtxDestroy_v2");
+        ASSERT_TRUE(m_get_current != NULL);
+    }
+
+    virtual void TearDown() {
+        if (m_lib != NULL) {
+            dlclose(m_lib);
+        }
+        cuda_device::TearDown();
+    }
+
+    CUcontext current() const {
+        CUcontext ctx = NULL;
+
+        EXPECT_EQ(CUDA_SUCCESS, m_get_current(&ctx));
+        return ctx;
+    }
+
+    /* Every operation of the driver that calls it, successful and refused,
+     * each followed by a look at the caller's current context */
+    void calls_keep(const std::string &caller, CUcontext expected) {
+        const size_t size          = 2ul << 20;
+        std::vector<uint8_t> bytes = pattern(size, 17);
+        gpumem_driver_gpu_t *dgpu  = m_driver->ops->gpu(m_driver, 0);
+        uint8_t wire[GPUMEM_DRIVER_EXPORT_MAX];
+        uint8_t handle[GPUMEM_EXPORT_MAX];
+        gpumem_region_t *region, *host, *mapped, *imported;
+        gpumem_cuda_handle_t forged;
+        gpumem_driver_addr_attr_t attr;
+        gpumem_driver_mem_t *vram, *mem;
+        gpumem_driver_t *other;
+        size_t length, offset;
+        void *buf = NULL;
+        unsigned index;
+        int fd, on_stack;
+
+        auto expect_kept = [&](const char *after) {
+            EXPECT_EQ(expected, current()) << caller << ", after " << after;
+        };
+
+        expect_kept("nothing");
+
+        ASSERT_EQ(UCS_OK, gpumem_cuda_open(m_topo, &other));
+        expect_kept("open");
+        other->ops->release(other->ops->gpu(other, 0));
+        expect_kept("release");
+        other->ops->close(other);
+        expect_kept("close");
+
+        region = alloc(0, size);
+        ASSERT_TRUE(region != NULL);
+        expect_kept("alloc");
+        ASSERT_EQ(UCS_OK, copy(0, gpumem_region_address(region), true,
+                               (uintptr_t)bytes.data(), false, size));
+        expect_kept("copy");
+
+        host = alloc(0, 64ul << 10, GPUMEM_KIND_HOST);
+        ASSERT_TRUE(host != NULL);
+        expect_kept("alloc of system memory");
+        ASSERT_EQ(0, posix_memalign(&buf, 4096, size));
+        ASSERT_EQ(UCS_OK, gpumem_map_host(gpu(0), buf, size, &mapped));
+        expect_kept("map_host");
+
+        ASSERT_EQ(UCS_OK, gpumem_export(region, handle, &length));
+        ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
+        expect_kept("export and import");
+
+        EXPECT_TRUE(m_driver->ops->is_device_addr(
+                m_driver, (void*)gpumem_region_address(region), &index));
+        EXPECT_FALSE(m_driver->ops->is_device_addr(m_driver, &on_stack,
+                                                   &index));
+        EXPECT_EQ(UCS_OK, m_driver->ops->addr_query(
+                m_driver, (void*)gpumem_region_address(region), &attr));
+        EXPECT_EQ(UCS_ERR_NO_ELEM, m_driver->ops->addr_query(
+                m_driver, &on_stack, &attr));
+        expect_kept("address queries");
+
+        ASSERT_EQ(UCS_OK, gpumem_region_vram(region, &vram, &offset));
+        if (m_driver->ops->dmabuf_export(vram, &fd, &offset) == UCS_OK) {
+            close(fd);
+        }
+        expect_kept("dma-buf export");
+
+        /* Refused by the driver after the push: the handle of this
+         * process's memory, with an fd that is no memory's */
+        ASSERT_EQ(UCS_OK, m_driver->ops->mem_export(vram, wire, &length));
+        ASSERT_EQ(UCS_OK, gpumem_cuda_handle_unpack(wire, length, &forged));
+        forged.fd = open("/dev/null", O_RDONLY);
+        ASSERT_GE(forged.fd, 0);
+        ASSERT_EQ(UCS_OK, gpumem_cuda_handle_pack(&forged, wire, sizeof(wire),
+                                                  &length));
+        EXPECT_NE(UCS_OK, m_driver->ops->mem_import(dgpu, wire, length,
+                                                    &mem));
+        close(forged.fd);
+        expect_kept("a refused import");
+
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), mapped));
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), host));
+        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+        expect_kept("free");
+        free(buf);
+    }
+
+    void *             m_lib;
+    ctx_get_current_t  m_get_current;
+    ctx_create_t       m_create;
+    ctx_destroy_t      m_destroy;
+};
+
+TEST_F(cuda_device_caller_ctx, is_current_again_after_every_call) {
+    /* A thread of its own: nothing is current there yet */
+    std::thread([this] {
+        calls_keep("no context current", NULL);
+    }).join();
+    expect_log("cuMemImportFromShareableHandle failed");
+
+    if ((m_create == NULL) || (m_destroy == NULL)) {
+        std::cout << "[   NOTE   ] " << GPUMEM_CUDA_LIBRARY << " has no "
+                  << "cuCtxCreate_v2: no context of the caller's own"
+                  << std::endl;
+        return;
+    }
+
+    std::thread([this] {
+        CUcontext ctx;
+        CUdevice dev;
+
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuDeviceGet(&dev, 0));
+        ASSERT_EQ(CUDA_SUCCESS, m_create(&ctx, 0, dev));
+        calls_keep("a context of the caller's own", ctx);
+        EXPECT_EQ(CUDA_SUCCESS, m_destroy(ctx));
+    }).join();
+    expect_log("cuMemImportFromShareableHandle failed");
+}
+
 /* The exporter of the two-process tests, run as a process of its own (a
  * CUDA process cannot fork a CUDA child): "vmm" exports memory the core
  * allocated, "legacy" memory the application allocated with cuMemAlloc */
@@ -255,7 +418,7 @@ TEST_F(cuda_device, export_child) {
         ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuDeviceGet(&dev, 0));
         ASSERT_EQ(CUDA_SUCCESS,
                   gpumem_cuda_api.cuDevicePrimaryCtxRetain(&ctx, dev));
-        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuCtxSetCurrent(ctx));
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuCtxPushCurrent(ctx));
         ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuMemAlloc(&app_ptr, size));
         address = app_ptr;
     } else {
@@ -288,6 +451,7 @@ TEST_F(cuda_device, export_child) {
         EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
     } else {
         EXPECT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuMemFree(app_ptr));
+        EXPECT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuCtxPopCurrent(NULL));
         gpumem_cuda_api.cuDevicePrimaryCtxRelease(dev);
     }
 }

@@ -44,7 +44,8 @@ BEGIN_C_DECLS
     _fn(cuDeviceCanAccessPeer,         "cuDeviceCanAccessPeer",         1) \
     _fn(cuDevicePrimaryCtxRetain,      "cuDevicePrimaryCtxRetain",      1) \
     _fn(cuDevicePrimaryCtxRelease,     "cuDevicePrimaryCtxRelease_v2",  1) \
-    _fn(cuCtxSetCurrent,               "cuCtxSetCurrent",               1) \
+    _fn(cuCtxPushCurrent,              "cuCtxPushCurrent_v2",           1) \
+    _fn(cuCtxPopCurrent,               "cuCtxPopCurrent_v2",            1) \
     _fn(cuStreamCreate,                "cuStreamCreate",                1) \
     _fn(cuStreamDestroy,               "cuStreamDestroy_v2",            1) \
     _fn(cuStreamSynchronize,           "cuStreamSynchronize",           1) \

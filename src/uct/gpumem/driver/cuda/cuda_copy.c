@@ -86,7 +86,7 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
         return UCS_ERR_NOT_CONNECTED;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "copy");
+    status = gpumem_cuda_ctx_push(gpu, "copy");
     if (status != UCS_OK) {
         return status;
     }
@@ -97,14 +97,14 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
                      "GPU %u: copy %zu bytes 0x%"PRIx64" -> 0x%"PRIx64,
                      gpu->index, size, src, dst);
     if (status != UCS_OK) {
-        return status;
+        goto out_ctx_pop;
     }
 
     status = gpumem_cuda_event_get(gpu, &event);
     if (status != UCS_OK) {
         /* The copy is queued: wait for it rather than lose it */
         gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
-        return status;
+        goto out_ctx_pop;
     }
 
     GPUMEM_CUDA_CALL(&status, cuEventRecord, (event, gpu->stream),
@@ -112,12 +112,16 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
     if (status != UCS_OK) {
         gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
         gpumem_cuda_event_put(gpu, event);
-        return status;
+        goto out_ctx_pop;
     }
 
     copy->gpu  = handle;
     copy->priv = event;
-    return UCS_INPROGRESS;
+    status     = UCS_INPROGRESS;
+
+out_ctx_pop:
+    gpumem_cuda_ctx_pop(gpu);
+    return status;
 }
 
 ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
@@ -127,13 +131,14 @@ ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
     ucs_status_t status;
     CUresult res;
 
-    if (gpumem_cuda_gpu_enter(gpu, "poll a copy") != UCS_OK) {
+    if (gpumem_cuda_ctx_push(gpu, "poll a copy") != UCS_OK) {
         return UCS_ERR_IO_ERROR;
     }
 
     res = gpumem_cuda_api.cuEventQuery(event);
     if (res == CUDA_ERROR_NOT_READY) {
-        return UCS_INPROGRESS;
+        status = UCS_INPROGRESS;
+        goto out_ctx_pop;
     }
 
     if (res == CUDA_SUCCESS) {
@@ -147,5 +152,8 @@ ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
         gpumem_cuda_api.cuEventDestroy(event);
     }
     copy->priv = NULL;
+
+out_ctx_pop:
+    gpumem_cuda_ctx_pop(gpu);
     return status;
 }

@@ -20,13 +20,30 @@
 #include <unistd.h>
 
 
-ucs_status_t gpumem_cuda_gpu_enter(gpumem_cuda_gpu_t *gpu, const char *what)
+ucs_status_t gpumem_cuda_ctx_push(gpumem_cuda_gpu_t *gpu, const char *what)
 {
     ucs_status_t status;
 
-    GPUMEM_CUDA_CALL(&status, cuCtxSetCurrent, (gpu->ctx),
+    GPUMEM_CUDA_CALL(&status, cuCtxPushCurrent, (gpu->ctx),
                      "GPU %u: %s", gpu->index, what);
     return status;
+}
+
+void gpumem_cuda_ctx_pop(gpumem_cuda_gpu_t *gpu)
+{
+    CUcontext ctx = NULL;
+    CUresult res;
+
+    res = gpumem_cuda_api.cuCtxPopCurrent(&ctx);
+    if (res != CUDA_SUCCESS) {
+        gpumem_cuda_log_result(UCS_LOG_LEVEL_WARN, res, "cuCtxPopCurrent",
+                               "GPU %u", gpu->index);
+        return;
+    }
+
+    /* Pushes and pops pair up inside each operation */
+    ucs_assertv(ctx == gpu->ctx, "GPU %u: popped context %p, pushed %p",
+                gpu->index, (void*)ctx, (void*)gpu->ctx);
 }
 
 int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu, gpumem_driver_fault_t fault)
@@ -108,6 +125,34 @@ static uint64_t gpumem_cuda_bar_bus_addr(gpumem_driver_gpu_t UCS_V_UNUSED *gpu)
     return 0;
 }
 
+/* The attributes of the memory at @a addr, asked in the first GPU's
+ * context. Any address of the process is asked, at its exit too: a push the
+ * driver refuses then means "not device memory", no error to log, so this
+ * push goes without gpumem_cuda_ctx_push() */
+static CUresult gpumem_cuda_pointer_attrs(gpumem_cuda_driver_t *cuda,
+                                          unsigned count,
+                                          CUpointer_attribute *attrs,
+                                          void **values, const void *addr)
+{
+    gpumem_cuda_gpu_t *gpu;
+    CUresult res;
+
+    if (cuda->num_gpus == 0) {
+        return CUDA_ERROR_NO_DEVICE;
+    }
+
+    gpu = &cuda->gpus[0];
+    res = gpumem_cuda_api.cuCtxPushCurrent(gpu->ctx);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+
+    res = gpumem_cuda_api.cuPointerGetAttributes(count, attrs, values,
+                                                 (CUdeviceptr)(uintptr_t)addr);
+    gpumem_cuda_ctx_pop(gpu);
+    return res;
+}
+
 static int gpumem_cuda_is_device_addr(gpumem_driver_t *driver,
                                       const void *addr, unsigned *gpu_index_p)
 {
@@ -119,17 +164,10 @@ static int gpumem_cuda_is_device_addr(gpumem_driver_t *driver,
     void *values[]                 = {&mem_type, &ordinal};
     unsigned i;
 
-    if ((cuda->num_gpus == 0) ||
-        (gpumem_cuda_api.cuCtxSetCurrent(cuda->gpus[0].ctx) !=
-         CUDA_SUCCESS)) {
-        return 0;
-    }
-
     /* Not a CUDA address is no error of cuPointerGetAttributes: the type
      * stays 0 */
-    if ((gpumem_cuda_api.cuPointerGetAttributes(
-                 ucs_static_array_size(attrs), attrs, values,
-                 (CUdeviceptr)(uintptr_t)addr) != CUDA_SUCCESS) ||
+    if ((gpumem_cuda_pointer_attrs(cuda, ucs_static_array_size(attrs), attrs,
+                                   values, addr) != CUDA_SUCCESS) ||
         (mem_type != CU_MEMORYTYPE_DEVICE)) {
         return 0;
     }
@@ -162,9 +200,9 @@ ucs_status_t gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
         return UCS_ERR_NO_ELEM;
     }
 
-    res = gpumem_cuda_api.cuPointerGetAttributes(ucs_static_array_size(attrs),
-                                                 attrs, values,
-                                                 (CUdeviceptr)(uintptr_t)addr);
+    res = gpumem_cuda_pointer_attrs(gpumem_cuda_driver(driver),
+                                    ucs_static_array_size(attrs), attrs,
+                                    values, addr);
     if (res != CUDA_SUCCESS) {
         return gpumem_cuda_log_result(UCS_LOG_LEVEL_DEBUG, res,
                                       "cuPointerGetAttributes",
@@ -185,8 +223,9 @@ static void gpumem_cuda_release(gpumem_driver_gpu_t *handle)
 
     /* The driver API cannot turn bus mastering off: what it can do is let
      * no copy run past the release, and refuse every later mapping */
-    if (gpumem_cuda_gpu_enter(gpu, "release") == UCS_OK) {
+    if (gpumem_cuda_ctx_push(gpu, "release") == UCS_OK) {
         gpumem_cuda_api.cuStreamSynchronize(gpu->stream);
+        gpumem_cuda_ctx_pop(gpu);
     }
     gpu->released = 1;
     gpumem_cuda_gpu_log(UCS_LOG_LEVEL_DEBUG, gpu, "released: no mapping or "
@@ -210,13 +249,13 @@ static void gpumem_cuda_gpu_cleanup(gpumem_cuda_gpu_t *gpu)
         return;
     }
 
-    if (gpumem_cuda_api.cuCtxSetCurrent(gpu->ctx) == CUDA_SUCCESS) {
+    if (gpumem_cuda_ctx_push(gpu, "close") == UCS_OK) {
         gpumem_cuda_copy_cleanup(gpu);
         if (gpu->stream != NULL) {
             gpumem_cuda_api.cuStreamDestroy(gpu->stream);
         }
+        gpumem_cuda_ctx_pop(gpu);
     }
-    gpumem_cuda_api.cuCtxSetCurrent(NULL);
     gpumem_cuda_api.cuDevicePrimaryCtxRelease(gpu->device);
 }
 
@@ -401,7 +440,7 @@ static ucs_status_t gpumem_cuda_gpu_init(gpumem_cuda_gpu_t *gpu)
         return status;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "open");
+    status = gpumem_cuda_ctx_push(gpu, "open");
     if (status != UCS_OK) {
         return status;
     }
@@ -409,6 +448,7 @@ static ucs_status_t gpumem_cuda_gpu_init(gpumem_cuda_gpu_t *gpu)
     GPUMEM_CUDA_CALL(&status, cuStreamCreate,
                      (&gpu->stream, CU_STREAM_NON_BLOCKING),
                      "copy stream of device %d", gpu->ordinal);
+    gpumem_cuda_ctx_pop(gpu);
     if (status != UCS_OK) {
         gpu->stream = NULL;
         return status;

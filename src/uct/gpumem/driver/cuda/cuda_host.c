@@ -89,12 +89,12 @@ ucs_status_t gpumem_cuda_pin(gpumem_driver_gpu_t *handle, void *addr,
     if (host != NULL) {
         ++host->refs;
         status = UCS_OK;
-        goto out;
+        goto out_unlock;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "pin");
+    status = gpumem_cuda_ctx_push(gpu, "pin");
     if (status != UCS_OK) {
-        goto out;
+        goto out_unlock;
     }
 
     /* Portable: one pin serves every GPU of the process */
@@ -103,7 +103,7 @@ ucs_status_t gpumem_cuda_pin(gpumem_driver_gpu_t *handle, void *addr,
                                   CU_MEMHOSTREGISTER_DEVICEMAP),
                      "GPU %u: pin %zu bytes at %p", gpu->index, size, addr);
     if (status != UCS_OK) {
-        goto out;
+        goto out_ctx_pop;
     }
 
     status = gpumem_cuda_host_add(driver, addr, size, 0);
@@ -111,7 +111,9 @@ ucs_status_t gpumem_cuda_pin(gpumem_driver_gpu_t *handle, void *addr,
         gpumem_cuda_api.cuMemHostUnregister(addr);
     }
 
-out:
+out_ctx_pop:
+    gpumem_cuda_ctx_pop(gpu);
+out_unlock:
     pthread_mutex_unlock(&driver->host_lock);
     return status;
 }
@@ -130,10 +132,11 @@ void gpumem_cuda_unpin(gpumem_driver_gpu_t *handle, void *addr, size_t size)
                             "at %p, which are not pinned", size, addr);
     } else if ((--host->refs == 0) && !host->allocated) {
         ucs_list_del(&host->list);
-        if (gpumem_cuda_gpu_enter(gpu, "unpin") == UCS_OK) {
+        if (gpumem_cuda_ctx_push(gpu, "unpin") == UCS_OK) {
             GPUMEM_CUDA_CALL(&status, cuMemHostUnregister, (host->addr),
                              "GPU %u: unpin %zu bytes at %p", gpu->index,
                              host->size, host->addr);
+            gpumem_cuda_ctx_pop(gpu);
         }
         ucs_free(host);
     }
@@ -152,7 +155,7 @@ ucs_status_t gpumem_cuda_sys_alloc(gpumem_driver_gpu_t *handle, size_t size,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "allocate system memory");
+    status = gpumem_cuda_ctx_push(gpu, "allocate system memory");
     if (status != UCS_OK) {
         return status;
     }
@@ -161,11 +164,12 @@ ucs_status_t gpumem_cuda_sys_alloc(gpumem_driver_gpu_t *handle, size_t size,
                                          CU_MEMHOSTALLOC_PORTABLE |
                                          CU_MEMHOSTALLOC_DEVICEMAP);
     if (res != CUDA_SUCCESS) {
-        return gpumem_cuda_log_result((res == CUDA_ERROR_OUT_OF_MEMORY) ?
-                                      UCS_LOG_LEVEL_DEBUG :
-                                      UCS_LOG_LEVEL_ERROR, res,
-                                      "cuMemHostAlloc", "GPU %u: %zu bytes",
-                                      gpu->index, size);
+        status = gpumem_cuda_log_result((res == CUDA_ERROR_OUT_OF_MEMORY) ?
+                                        UCS_LOG_LEVEL_DEBUG :
+                                        UCS_LOG_LEVEL_ERROR, res,
+                                        "cuMemHostAlloc", "GPU %u: %zu bytes",
+                                        gpu->index, size);
+        goto out_ctx_pop;
     }
 
     pthread_mutex_lock(&gpu->driver->host_lock);
@@ -173,11 +177,14 @@ ucs_status_t gpumem_cuda_sys_alloc(gpumem_driver_gpu_t *handle, size_t size,
     pthread_mutex_unlock(&gpu->driver->host_lock);
     if (status != UCS_OK) {
         gpumem_cuda_api.cuMemFreeHost(addr);
-        return status;
+        goto out_ctx_pop;
     }
 
     *addr_p = addr;
-    return UCS_OK;
+
+out_ctx_pop:
+    gpumem_cuda_ctx_pop(gpu);
+    return status;
 }
 
 void gpumem_cuda_sys_free(gpumem_driver_gpu_t *handle, void *addr,
@@ -195,9 +202,10 @@ void gpumem_cuda_sys_free(gpumem_driver_gpu_t *handle, void *addr,
     }
     pthread_mutex_unlock(&gpu->driver->host_lock);
 
-    if (gpumem_cuda_gpu_enter(gpu, "free system memory") == UCS_OK) {
+    if (gpumem_cuda_ctx_push(gpu, "free system memory") == UCS_OK) {
         GPUMEM_CUDA_CALL(&status, cuMemFreeHost, (addr),
                          "GPU %u: %zu bytes at %p", gpu->index, size, addr);
+        gpumem_cuda_ctx_pop(gpu);
     }
 }
 
@@ -215,7 +223,7 @@ ucs_status_t gpumem_cuda_pt_map_host(gpumem_driver_gpu_t *handle, uint64_t va,
         return UCS_ERR_NOT_CONNECTED;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "map system memory");
+    status = gpumem_cuda_ctx_push(gpu, "map system memory");
     if (status != UCS_OK) {
         return status;
     }
@@ -223,6 +231,7 @@ ucs_status_t gpumem_cuda_pt_map_host(gpumem_driver_gpu_t *handle, uint64_t va,
     GPUMEM_CUDA_CALL(&status, cuMemHostGetDevicePointer, (&dptr, host, 0),
                      "GPU %u: device address of %zu bytes at %p", gpu->index,
                      size, host);
+    gpumem_cuda_ctx_pop(gpu);
     if (status != UCS_OK) {
         return status;
     }

@@ -125,9 +125,16 @@ gpumem_cuda_mem(gpumem_driver_mem_t *mem)
 }
 
 
-/* cuda_driver.c: makes the GPU's primary context current in this thread;
- * logs a failure */
-ucs_status_t gpumem_cuda_gpu_enter(gpumem_cuda_gpu_t *gpu, const char *what);
+/*
+ * cuda_driver.c: the driver is a guest in the application's threads. Each
+ * operation pushes the GPU's primary context over whatever the caller has
+ * current for its driver calls, and pops it before it returns, on every
+ * path: the caller's current context (or none) is the same after any call
+ * of the driver as before. A failed push is logged as an error, with
+ * @a what the operation, and leaves nothing to pop.
+ */
+ucs_status_t gpumem_cuda_ctx_push(gpumem_cuda_gpu_t *gpu, const char *what);
+void gpumem_cuda_ctx_pop(gpumem_cuda_gpu_t *gpu);
 
 /* cuda_driver.c: a fault a test injected, consumed */
 int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu,

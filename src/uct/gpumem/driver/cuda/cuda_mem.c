@@ -34,6 +34,7 @@
 static uint64_t gpumem_cuda_alloc_ids = 0;
 
 
+/* A released GPU takes no new memory or mapping */
 static ucs_status_t gpumem_cuda_check_live(gpumem_cuda_gpu_t *gpu,
                                            const char *what)
 {
@@ -42,7 +43,7 @@ static ucs_status_t gpumem_cuda_check_live(gpumem_cuda_gpu_t *gpu,
                             "was released", what);
         return UCS_ERR_NOT_CONNECTED;
     }
-    return gpumem_cuda_gpu_enter(gpu, what);
+    return UCS_OK;
 }
 
 /* Where the allocations of @a gpu live and who may take a handle of them */
@@ -115,9 +116,16 @@ ucs_status_t gpumem_cuda_mem_alloc(gpumem_driver_gpu_t *handle, size_t size,
         return UCS_ERR_NO_MEMORY;
     }
 
+    status = gpumem_cuda_ctx_push(gpu, "allocate");
+    if (status != UCS_OK) {
+        ucs_free(mem);
+        return status;
+    }
+
     gpumem_cuda_alloc_prop(gpu, &prop);
     res = gpumem_cuda_api.cuMemCreate(&mem->handle, mem->alloc_size, &prop,
                                       0);
+    gpumem_cuda_ctx_pop(gpu);
     if (res != CUDA_SUCCESS) {
         /* No room now is the core's to report */
         status = gpumem_cuda_log_result((res == CUDA_ERROR_OUT_OF_MEMORY) ?
@@ -161,11 +169,12 @@ static void gpumem_cuda_opened_put(gpumem_cuda_gpu_t *gpu,
     ucs_list_del(&opened->list);
     pthread_mutex_unlock(&driver->host_lock);
 
-    if (gpumem_cuda_gpu_enter(gpu, "close a legacy IPC mapping") == UCS_OK) {
+    if (gpumem_cuda_ctx_push(gpu, "close a legacy IPC mapping") == UCS_OK) {
         GPUMEM_CUDA_CALL(&status, cuIpcCloseMemHandle, (opened->va),
                          "GPU %u: memory of process %d at 0x%llx",
                          gpu->index, opened->pid,
                          (unsigned long long)opened->va);
+        gpumem_cuda_ctx_pop(gpu);
     }
     ucs_free(opened);
 }
@@ -178,7 +187,7 @@ void gpumem_cuda_mem_free(gpumem_driver_mem_t *super)
 
     if (mem->opened != NULL) {
         gpumem_cuda_opened_put(gpu, mem->opened);
-    } else if (gpumem_cuda_gpu_enter(gpu, "free") == UCS_OK) {
+    } else if (gpumem_cuda_ctx_push(gpu, "free") == UCS_OK) {
         if (mem->dmabuf_va != 0) {
             gpumem_cuda_api.cuMemUnmap(mem->dmabuf_va, mem->alloc_size);
             gpumem_cuda_api.cuMemAddressFree(mem->dmabuf_va, mem->alloc_size);
@@ -188,6 +197,7 @@ void gpumem_cuda_mem_free(gpumem_driver_mem_t *super)
         GPUMEM_CUDA_CALL(&status, cuMemRelease, (mem->handle),
                          "GPU %u: release of %zu bytes", gpu->index,
                          mem->alloc_size);
+        gpumem_cuda_ctx_pop(gpu);
     }
     if (mem->export_fd >= 0) {
         close(mem->export_fd);
@@ -213,7 +223,7 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
     /* The fd stays open as long as the memory: the importer duplicates it
      * from this process */
     if (mem->export_fd < 0) {
-        status = gpumem_cuda_gpu_enter(gpu, "export");
+        status = gpumem_cuda_ctx_push(gpu, "export");
         if (status != UCS_OK) {
             return status;
         }
@@ -223,6 +233,7 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                          "GPU %u: fd of %zu bytes", gpu->index,
                          mem->alloc_size);
+        gpumem_cuda_ctx_pop(gpu);
         if (status != UCS_OK) {
             return status;
         }
@@ -306,12 +317,19 @@ gpumem_cuda_legacy_import(gpumem_cuda_gpu_t *gpu,
         goto err_unlock;
     }
 
+    status = gpumem_cuda_ctx_push(gpu, "import");
+    if (status != UCS_OK) {
+        ucs_free(opened);
+        goto err_unlock;
+    }
+
     memcpy(&ipc_handle, handle->ipc, sizeof(ipc_handle));
     GPUMEM_CUDA_CALL(&status, cuIpcOpenMemHandle,
                      (&opened->va, ipc_handle,
                       CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
                      "GPU %u: legacy IPC handle of process %d (%"PRIu64
                      " bytes)", gpu->index, handle->pid, handle->size);
+    gpumem_cuda_ctx_pop(gpu);
     if (status != UCS_OK) {
         ucs_free(opened);
         goto err_unlock;
@@ -361,7 +379,7 @@ ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "export an allocation");
+    status = gpumem_cuda_ctx_push(gpu, "export an allocation");
     if (status != UCS_OK) {
         return status;
     }
@@ -372,6 +390,7 @@ ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
                      (&ipc_handle, (CUdeviceptr)attr->base),
                      "GPU %u: legacy IPC handle of %zu bytes at 0x%"PRIx64,
                      gpu->index, attr->size, attr->base);
+    gpumem_cuda_ctx_pop(gpu);
     if (status != UCS_OK) {
         return status;
     }
@@ -428,11 +447,18 @@ ucs_status_t gpumem_cuda_mem_import(gpumem_driver_gpu_t *handle_gpu,
         goto err_free;
     }
 
+    status = gpumem_cuda_ctx_push(gpu, "import");
+    if (status != UCS_OK) {
+        close(fd);
+        goto err_free;
+    }
+
     GPUMEM_CUDA_CALL(&status, cuMemImportFromShareableHandle,
                      (&mem->handle, (void*)(uintptr_t)fd,
                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                      "GPU %u: memory of process %d (its fd %d)", gpu->index,
                      handle.pid, handle.fd);
+    gpumem_cuda_ctx_pop(gpu);
     close(fd);
     if (status != UCS_OK) {
         goto err_free;
@@ -460,9 +486,15 @@ ucs_status_t gpumem_cuda_va_reserve(gpumem_driver_gpu_t *handle, size_t size,
         return status;
     }
 
+    status = gpumem_cuda_ctx_push(gpu, "reserve addresses");
+    if (status != UCS_OK) {
+        return status;
+    }
+
     res = gpumem_cuda_api.cuMemAddressReserve(
             &va, gpumem_cuda_round(gpu->driver, size),
             ucs_max(ucs_roundup_pow2(align), granularity), 0, 0);
+    gpumem_cuda_ctx_pop(gpu);
     if (res != CUDA_SUCCESS) {
         return gpumem_cuda_log_result((res == CUDA_ERROR_OUT_OF_MEMORY) ?
                                       UCS_LOG_LEVEL_DEBUG :
@@ -481,12 +513,13 @@ void gpumem_cuda_va_release(gpumem_driver_gpu_t *handle, uint64_t va,
     gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
     ucs_status_t status;
 
-    if (gpumem_cuda_gpu_enter(gpu, "release addresses") != UCS_OK) {
+    if (gpumem_cuda_ctx_push(gpu, "release addresses") != UCS_OK) {
         return;
     }
     GPUMEM_CUDA_CALL(&status, cuMemAddressFree,
                      (va, gpumem_cuda_round(gpu->driver, size)),
                      "GPU %u: 0x%"PRIx64"..+%zu", gpu->index, va, size);
+    gpumem_cuda_ctx_pop(gpu);
 }
 
 ucs_status_t gpumem_cuda_pt_map_vram(gpumem_driver_gpu_t *handle, uint64_t va,
@@ -519,11 +552,16 @@ ucs_status_t gpumem_cuda_pt_map_vram(gpumem_driver_gpu_t *handle, uint64_t va,
                   gpu->index, va);
     }
 
+    status = gpumem_cuda_ctx_push(gpu, "map");
+    if (status != UCS_OK) {
+        return status;
+    }
+
     GPUMEM_CUDA_CALL(&status, cuMemMap, (va, map_size, offset, mem->handle, 0),
                      "GPU %u: map %zu bytes at 0x%"PRIx64, gpu->index,
                      map_size, va);
     if (status != UCS_OK) {
-        return status;
+        goto out_ctx_pop;
     }
 
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -534,9 +572,11 @@ ucs_status_t gpumem_cuda_pt_map_vram(gpumem_driver_gpu_t *handle, uint64_t va,
                      map_size, va);
     if (status != UCS_OK) {
         gpumem_cuda_api.cuMemUnmap(va, map_size);
-        return status;
     }
-    return UCS_OK;
+
+out_ctx_pop:
+    gpumem_cuda_ctx_pop(gpu);
+    return status;
 }
 
 ucs_status_t gpumem_cuda_pt_unmap(gpumem_driver_gpu_t *handle, uint64_t va,
@@ -559,7 +599,7 @@ ucs_status_t gpumem_cuda_pt_unmap(gpumem_driver_gpu_t *handle, uint64_t va,
         return UCS_OK;
     }
 
-    status = gpumem_cuda_gpu_enter(gpu, "unmap");
+    status = gpumem_cuda_ctx_push(gpu, "unmap");
     if (status != UCS_OK) {
         return status;
     }
@@ -569,6 +609,7 @@ ucs_status_t gpumem_cuda_pt_unmap(gpumem_driver_gpu_t *handle, uint64_t va,
     GPUMEM_CUDA_CALL(&status, cuMemUnmap,
                      (va, gpumem_cuda_round(gpu->driver, size)),
                      "GPU %u: unmap 0x%"PRIx64"..+%zu", gpu->index, va, size);
+    gpumem_cuda_ctx_pop(gpu);
     if (status != UCS_OK) {
         return UCS_ERR_TIMED_OUT;
     }
@@ -655,8 +696,14 @@ ucs_status_t gpumem_cuda_dmabuf_export(gpumem_driver_mem_t *super, int *fd_p,
         size = mem->alloc_size;
     }
 
+    status = gpumem_cuda_ctx_push(gpu, "export a dma-buf");
+    if (status != UCS_OK) {
+        return status;
+    }
+
     res = gpumem_cuda_api.cuMemGetHandleForAddressRange(
             &fd, va, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    gpumem_cuda_ctx_pop(gpu);
     if (res != CUDA_SUCCESS) {
         /* The registration domain decides what to do instead, and says
          * so; the driver's refusal is told here */
