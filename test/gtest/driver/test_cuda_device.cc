@@ -231,6 +231,60 @@ TEST_F(cuda_device, dmabuf_for_nic_or_clear_refusal) {
 }
 
 /*
+ * Faults injected into the cuda driver, compiled in test builds only
+ * (--enable-fault-injection): each fails the next matching operation once.
+ */
+class cuda_device_faults : public cuda_device {
+protected:
+    virtual void SetUp() {
+        cuda_device::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+        if (m_driver->ops->inject_fault == NULL) {
+            GTEST_SKIP() << "the cuda driver's fault injection is not "
+                            "compiled in (configure --enable-fault-injection)";
+        }
+    }
+};
+
+TEST_F(cuda_device_faults, injected_faults_fail_one_operation) {
+    const gpumem_driver_ops_t *ops = m_driver->ops;
+    gpumem_driver_gpu_t *dgpu      = ops->gpu(m_driver, 0);
+    uint8_t page[4096] __attribute__((aligned(4096)));
+    gpumem_driver_mem_t *mem;
+    uint64_t va;
+    void *host;
+
+    ops->inject_fault(dgpu, GPUMEM_DRIVER_FAULT_NO_ROOM);
+    EXPECT_EQ(UCS_ERR_NO_MEMORY, ops->mem_alloc(dgpu, 4096, 4096, 0, &mem));
+    ops->inject_fault(dgpu, GPUMEM_DRIVER_FAULT_KERNEL_REFUSES);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, ops->mem_alloc(dgpu, 4096, 4096, 0, &mem));
+    expect_log("allocation of 4096 bytes refused (injected fault)");
+
+    ops->inject_fault(dgpu, GPUMEM_DRIVER_FAULT_NO_ROOM);
+    EXPECT_EQ(UCS_ERR_NO_MEMORY, ops->sys_alloc(dgpu, 4096, &host));
+    ops->inject_fault(dgpu, GPUMEM_DRIVER_FAULT_KERNEL_REFUSES);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, ops->pin(dgpu, page, sizeof(page)));
+    expect_log("pin of 4096 bytes at");
+
+    /* The unmap is done; its flush is what the fault leaves unconfirmed */
+    ASSERT_EQ(UCS_OK, ops->mem_alloc(dgpu, 4096, 4096, 0, &mem));
+    ASSERT_EQ(UCS_OK, ops->va_reserve(dgpu, 4096, 4096, &va));
+    ASSERT_EQ(UCS_OK, ops->pt_map_vram(dgpu, va, mem, 0, 4096, 0));
+    ops->inject_fault(dgpu, GPUMEM_DRIVER_FAULT_FLUSH_UNCONFIRMED);
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, ops->pt_unmap(dgpu, va, 4096));
+    ops->va_release(dgpu, va, 4096);
+    ops->mem_free(mem);
+
+    /* Each fault failed one operation: the next ones succeed */
+    ASSERT_EQ(UCS_OK, ops->sys_alloc(dgpu, 4096, &host));
+    ops->sys_free(dgpu, host, 4096);
+    ASSERT_EQ(UCS_OK, ops->pin(dgpu, page, sizeof(page)));
+    ops->unpin(dgpu, page, sizeof(page));
+}
+
+/*
  * The driver is a guest in the application's threads: whatever context the
  * caller has current, none or one of its own, is current again after every
  * call. The caller's calls come from libcuda.so.1 itself (opened again: the

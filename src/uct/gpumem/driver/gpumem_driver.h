@@ -93,7 +93,8 @@ typedef struct gpumem_driver_addr_attr {
 
 
 /**
- * Faults a test can inject into a driver (emu).
+ * Faults a test can inject into a driver: the emu, and the cuda driver of
+ * a test build.
  */
 typedef enum {
     GPUMEM_DRIVER_FAULT_NONE = 0,
@@ -236,7 +237,9 @@ typedef struct gpumem_driver_ops {
      * process's exit ends it */
     void         (*keep_taken)(gpumem_driver_gpu_t *gpu, int taken);
 
-    /* Tests only: the next matching operation fails as asked */
+    /* Tests only, optional: the next matching operation fails as asked.
+     * NULL where the driver's fault injection is not compiled in (the cuda
+     * driver's is only with --enable-fault-injection) */
     void         (*inject_fault)(gpumem_driver_gpu_t *gpu,
                                  gpumem_driver_fault_t fault);
 } gpumem_driver_ops_t;

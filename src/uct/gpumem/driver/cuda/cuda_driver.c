@@ -46,6 +46,7 @@ void gpumem_cuda_ctx_pop(gpumem_cuda_gpu_t *gpu)
                 gpu->index, (void*)ctx, (void*)gpu->ctx);
 }
 
+#ifdef GPUMEM_FAULT_INJECTION
 int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu, gpumem_driver_fault_t fault)
 {
     if ((fault >= ucs_static_array_size(gpu->faults)) ||
@@ -55,6 +56,17 @@ int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu, gpumem_driver_fault_t fault)
     --gpu->faults[fault];
     return 1;
 }
+
+static void gpumem_cuda_inject_fault(gpumem_driver_gpu_t *handle,
+                                     gpumem_driver_fault_t fault)
+{
+    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
+
+    if (fault < ucs_static_array_size(gpu->faults)) {
+        ++gpu->faults[fault];
+    }
+}
+#endif
 
 ucs_status_t gpumem_cuda_probe(char *why_buf, size_t max)
 {
@@ -232,16 +244,6 @@ static void gpumem_cuda_release(gpumem_driver_gpu_t *handle)
                         "copy after this");
 }
 
-static void gpumem_cuda_inject_fault(gpumem_driver_gpu_t *handle,
-                                     gpumem_driver_fault_t fault)
-{
-    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
-
-    if (fault < ucs_static_array_size(gpu->faults)) {
-        ++gpu->faults[fault];
-    }
-}
-
 static void gpumem_cuda_gpu_cleanup(gpumem_cuda_gpu_t *gpu)
 {
     pthread_mutex_destroy(&gpu->events_lock);
@@ -316,7 +318,9 @@ static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .addr_query     = gpumem_cuda_addr_query,
     .addr_export    = gpumem_cuda_addr_export,
     .release        = gpumem_cuda_release,
+#ifdef GPUMEM_FAULT_INJECTION
     .inject_fault   = gpumem_cuda_inject_fault
+#endif
 };
 
 ucs_status_t gpumem_cuda_bus_id_parse(const char *bus_id,

@@ -43,7 +43,9 @@ typedef struct gpumem_cuda_gpu {
     size_t               bar_size;
     int                  rdma_vmm;    /* GPUDirect RDMA flag of cuMemCreate */
     int                  released;    /* release() was called */
+#ifdef GPUMEM_FAULT_INJECTION
     unsigned             faults[GPUMEM_DRIVER_FAULT_KERNEL_REFUSES + 1];
+#endif
     pthread_mutex_t      events_lock;
     CUevent              *events;     /* Idle copy events, for reuse */
     unsigned             num_events;
@@ -136,9 +138,20 @@ gpumem_cuda_mem(gpumem_driver_mem_t *mem)
 ucs_status_t gpumem_cuda_ctx_push(gpumem_cuda_gpu_t *gpu, const char *what);
 void gpumem_cuda_ctx_pop(gpumem_cuda_gpu_t *gpu);
 
+#ifdef GPUMEM_FAULT_INJECTION
 /* cuda_driver.c: a fault a test injected, consumed */
 int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu,
                            gpumem_driver_fault_t fault);
+#else
+/* Faults are injected in test builds only (--enable-fault-injection): here
+ * none ever is, and the checks compile to nothing */
+static UCS_F_ALWAYS_INLINE int
+gpumem_cuda_fault_take(gpumem_cuda_gpu_t UCS_V_UNUSED *gpu,
+                       gpumem_driver_fault_t UCS_V_UNUSED fault)
+{
+    return 0;
+}
+#endif
 
 /* Bytes rounded up to the driver's granularity */
 static UCS_F_ALWAYS_INLINE size_t
