@@ -6,6 +6,7 @@
 
 #include <common/gpumem_test.h>
 #include <common/log_capture.h>
+#include <common/temp_dir.h>
 #include <common/watchdog.h>
 
 #include <gpumem/gpumem.h>
@@ -27,24 +28,17 @@ extern "C" {
 class api : public testing::Test {
 protected:
     virtual void SetUp() {
-        char tmpl[] = "/tmp/gpumem_api.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        m_shm_dir = tmpl;
-        setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
-        setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+        ASSERT_TRUE(m_emu.set("api"));
     }
 
     virtual void TearDown() {
         gpumem_device_set(0);
         gpumem_test::reset_device_calls();
-        unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
-        unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
         /* Every allocation freed: the GPUs closed, nothing left shared */
-        EXPECT_EQ(0, system(("rmdir " + m_shm_dir).c_str()));
+        m_emu.unset();
     }
 
-    std::string m_shm_dir;
+    gpumem_test::emu_env m_emu;
 };
 
 

@@ -71,12 +71,7 @@ ucs_status_t ucp_wait(ucs_status_ptr_t request,
 
 void copy_test::SetUp()
 {
-    char tmpl[] = "/tmp/gpumem_copy.XXXXXX";
-
-    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-    m_shm_dir = tmpl;
-    setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
-    setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+    ASSERT_TRUE(m_emu.set("copy"));
 
     ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
     m_malloc = (decltype(m_malloc))gpumem_test::plugin_symbol(
@@ -96,11 +91,8 @@ void copy_test::SetUp()
 void copy_test::TearDown()
 {
     gpumem_test::reset_device_calls();
-    unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
-    unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
     /* Everything closed and freed: the machine's state is gone */
-    EXPECT_EQ(0, system(("rmdir " + m_shm_dir).c_str()))
-            << "emu state left in " << m_shm_dir;
+    m_emu.unset();
 }
 
 void *copy_test::device_alloc(size_t size, int gpu)

@@ -10,6 +10,7 @@
 #define GPUMEM_COPY_TEST_H_
 
 #include <common/gpumem_test.h>
+#include <common/temp_dir.h>
 
 #include <gpumem/gpumem.h>
 #include <uct/api/uct.h>
@@ -62,7 +63,7 @@ protected:
     /* Bytes that differ from one @a seed to the next */
     static std::string pattern(size_t size, unsigned seed);
 
-    std::string m_shm_dir;
+    gpumem_test::emu_env m_emu;
 
 private:
     decltype(&gpumem_device_malloc) m_malloc = NULL;

@@ -6,13 +6,10 @@
 
 #include "emu_test.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <algorithm>
 
 
 namespace gpumem_test {
@@ -94,7 +91,7 @@ gpumem_emu_config_t emu_test::config() const
 
     config.vram_size       = VRAM_SIZE;
     config.bar_size        = 0;
-    config.shm_dir         = m_shm_dir.c_str();
+    config.shm_dir         = m_shm_dir.path().c_str();
     config.copy_inline_max = INLINE_MAX;
     return config;
 }
@@ -135,11 +132,8 @@ void emu_test::close_machine(gpumem_topo_t *topo, gpumem_driver_t *driver)
 
 void emu_test::SetUp()
 {
-    char templ[] = "/dev/shm/gpumem-emu-test.XXXXXX";
-
     m_log.reset(new gpumem_test::log_capture(UCS_LOG_LEVEL_DIAG));
-    ASSERT_TRUE(mkdtemp(templ) != NULL) << strerror(errno);
-    m_shm_dir = templ;
+    ASSERT_TRUE(m_shm_dir.make("emu_test", "/dev/shm"));
     ASSERT_EQ(UCS_OK, open_machine(config(), &m_topo, &m_driver));
 }
 
@@ -151,10 +145,7 @@ void emu_test::TearDown()
 
     /* Whatever happened, nothing is left in shared memory */
     EXPECT_EQ(std::vector<std::string>(), shm_files());
-    for (const std::string &name : shm_files()) {
-        unlink((m_shm_dir + "/" + name).c_str());
-    }
-    rmdir(m_shm_dir.c_str());
+    m_shm_dir.remove();
 }
 
 void emu_test::close()
@@ -203,22 +194,7 @@ ucs_status_t emu_test::copy(unsigned gpu_index, uint64_t dst, int dst_dev,
 
 std::vector<std::string> emu_test::shm_files() const
 {
-    std::vector<std::string> names;
-    struct dirent *entry;
-    DIR *dir;
-
-    dir = opendir(m_shm_dir.c_str());
-    if (dir == NULL) {
-        return names;
-    }
-    while ((entry = readdir(dir)) != NULL) {
-        if (entry->d_name[0] != '.') {
-            names.push_back(entry->d_name);
-        }
-    }
-    closedir(dir);
-    std::sort(names.begin(), names.end());
-    return names;
+    return m_shm_dir.entries();
 }
 
 pid_t emu_test::fork_child(const std::function<int()> &body)

@@ -11,6 +11,7 @@
 
 #include <common/gpumem_test.h>
 #include <common/log_capture.h>
+#include <common/temp_dir.h>
 
 extern "C" {
 #include <uct/gpumem/driver/emu/emu.h>
@@ -106,9 +107,9 @@ protected:
     void expect_log(const std::string &text);
     void expect_no_log();
 
-    std::string     m_shm_dir;
-    gpumem_topo_t   *m_topo;
-    gpumem_driver_t *m_driver;
+    gpumem_test::temp_dir m_shm_dir;
+    gpumem_topo_t         *m_topo;
+    gpumem_driver_t       *m_driver;
 
 private:
     std::unique_ptr<gpumem_test::log_capture> m_log;

@@ -9,6 +9,7 @@
 
 #include <common/channel.h>
 #include <common/log_capture.h>
+#include <common/temp_dir.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -205,21 +206,20 @@ TEST_F(emu_machine, empty_shared_memory_directory_is_refused) {
  * the open fails, saying why, instead of every process taking SIGBUS when
  * its pages are first touched */
 TEST_F(emu_machine, a_full_shared_directory_fails_the_open_naming_it) {
-    char tmpl[] = "/tmp/gpumem_full.XXXXXX";
     gpumem_emu_config_t full = config();
     gpumem_driver_t *driver  = NULL;
     gpumem_topo_t *topo      = NULL;
+    gpumem_test::temp_dir dir;
     ucs_status_t status;
 
-    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-    if (mount("tmpfs", tmpl, "tmpfs", 0, "size=64k") != 0) {
+    ASSERT_TRUE(dir.make("full"));
+    if (mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=64k") != 0) {
         int err = errno;
-        rmdir(tmpl);
         GTEST_SKIP() << "cannot mount a 64 KiB tmpfs to fill: "
                      << strerror(err);
     }
 
-    full.shm_dir = tmpl;
+    full.shm_dir = dir.path().c_str();
     status       = open_machine(full, &topo, &driver);
     EXPECT_NE(UCS_OK, status);
     expect_log(std::string("cannot reserve the"));
@@ -229,8 +229,8 @@ TEST_F(emu_machine, a_full_shared_directory_fails_the_open_naming_it) {
         close_machine(topo, NULL);
     }
 
-    EXPECT_EQ(0, umount(tmpl)) << strerror(errno);
-    EXPECT_EQ(0, rmdir(tmpl)) << strerror(errno);
+    EXPECT_EQ(0, umount(dir.path().c_str())) << strerror(errno);
+    dir.expect_empty("files");
 }
 
 /* The names of the files of a machine's shared state in @a dir */
@@ -257,23 +257,24 @@ static std::vector<std::string> emu_machine_state_files(const char *dir)
  * victim; and no user reads another's files */
 TEST_F(emu_machine, another_users_state_files_are_refused_naming_the_owner) {
     const uid_t other = 65534;
-    char tmpl[] = "/tmp/gpumem_users.XXXXXX";
     gpumem_emu_config_t shared = config();
     std::vector<std::string> names;
     gpumem_driver_t *driver = NULL;
     gpumem_topo_t *topo     = NULL;
+    gpumem_test::temp_dir dir;
     pid_t pid;
 
     if (geteuid() != 0) {
         GTEST_SKIP() << "acting as another user needs root";
     }
-    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-    ASSERT_EQ(0, chmod(tmpl, 01777)) << "a directory like /dev/shm";
-    shared.shm_dir = tmpl;
+    ASSERT_TRUE(dir.make("users"));
+    ASSERT_EQ(0, chmod(dir.path().c_str(), 01777))
+            << "a directory like /dev/shm";
+    shared.shm_dir = dir.path().c_str();
 
     /* The names this user's machine takes */
     ASSERT_EQ(UCS_OK, open_machine(shared, &topo, &driver));
-    names = emu_machine_state_files(tmpl);
+    names = emu_machine_state_files(dir.path().c_str());
     ASSERT_FALSE(names.empty());
 
     /* No other user reads them */
@@ -287,7 +288,7 @@ TEST_F(emu_machine, another_users_state_files_are_refused_naming_the_owner) {
     });
     EXPECT_EQ(0, wait_child(pid));
     close_machine(topo, driver);
-    ASSERT_TRUE(emu_machine_state_files(tmpl).empty());
+    ASSERT_TRUE(emu_machine_state_files(dir.path().c_str()).empty());
 
     /* The other user makes them first: this user is refused, told whose */
     pid = fork_child([&]() {
@@ -334,8 +335,9 @@ TEST_F(emu_machine, another_users_state_files_are_refused_naming_the_owner) {
         return 0;
     });
     EXPECT_EQ(0, wait_child(pid));
-    for (const std::string &name : emu_machine_state_files(tmpl)) {
+    for (const std::string &name :
+         emu_machine_state_files(dir.path().c_str())) {
         EXPECT_EQ(0, unlink(name.c_str()));
     }
-    EXPECT_EQ(0, rmdir(tmpl)) << strerror(errno);
+    dir.expect_empty("files");
 }

@@ -280,7 +280,7 @@ TEST_F(emu_vram, state_file_of_another_version_is_refused_and_left_alone)
 
     ASSERT_EQ(2u, names.size());
     close();
-    path = m_shm_dir + "/" + names[0];
+    path = m_shm_dir.path() + "/" + names[0];
     file = fopen(path.c_str(), "w");
     ASSERT_TRUE(file != NULL);
     fputs("a state file of another layout", file);

@@ -58,31 +58,6 @@ std::string ib_test_device(std::string *why_p)
 }
 
 
-std::string emu_env_set()
-{
-    char tmpl[] = "/tmp/gpumem_ib.XXXXXX";
-
-    if (mkdtemp(tmpl) == NULL) {
-        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
-        return "";
-    }
-    setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
-    setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
-    return tmpl;
-}
-
-void emu_env_unset(const std::string &shm_dir)
-{
-    reset_device_calls();
-    unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
-    unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
-    if (!shm_dir.empty()) {
-        EXPECT_EQ(0, rmdir(shm_dir.c_str()))
-                << "emu state left in " << shm_dir << ": " << strerror(errno);
-    }
-}
-
-
 void ib_md_test::SetUp()
 {
     std::string why;
@@ -100,7 +75,7 @@ void ib_md_test::SetUp()
     }
 
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL, &m_config));
-    m_shm_dir = emu_env_set();
+    m_emu.set("ib");
 }
 
 void ib_md_test::open_md(const char *name, const char *value)
@@ -124,8 +99,9 @@ void ib_md_test::TearDown()
     if (m_config != NULL) {
         uct_config_release(m_config);
     }
-    if (!m_shm_dir.empty()) {
-        emu_env_unset(m_shm_dir);
+    if (m_emu.is_set()) {
+        reset_device_calls();
+        m_emu.unset();
     }
 }
 

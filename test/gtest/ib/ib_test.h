@@ -21,6 +21,7 @@
 #endif
 
 #include <common/gpumem_test.h>
+#include <common/temp_dir.h>
 #include <reg/reg_test.h>
 
 #include <gpumem/gpumem.h>
@@ -37,15 +38,6 @@ namespace gpumem_test {
 
 /* The device under test, "" when there is none; sets @a why_p to why. */
 std::string ib_test_device(std::string *why_p);
-
-
-/* Points UCX_GPUMEM_EMU_SHM_DIR at a new directory, and VRAM at 64 MiB;
- * returns the directory */
-std::string emu_env_set();
-
-/* Unsets what emu_env_set() set and removes the directory, which must be
- * empty: the GPUs closed */
-void emu_env_unset(const std::string &shm_dir);
 
 
 /**
@@ -81,7 +73,7 @@ protected:
     void find_device_calls();
 
     std::string     m_device;
-    std::string     m_shm_dir;
+    emu_env         m_emu;
     uct_component_h m_component = NULL;
     uct_md_config_t *m_config   = NULL;
     uct_md_h        m_md        = NULL;

@@ -34,8 +34,7 @@ protected:
     enum { MIB = 1 << 20 };
 
     virtual void SetUp() {
-        m_shm_dir = gpumem_test::emu_env_set();
-        ASSERT_FALSE(m_shm_dir.empty());
+        ASSERT_TRUE(m_emu.set("ib"));
     }
 
     virtual void TearDown() {
@@ -49,7 +48,8 @@ protected:
             uct_config_release(m_config);
         }
         unsetenv("UCX_GPUMEM_EMU_BAR_SIZE");
-        gpumem_test::emu_env_unset(m_shm_dir);
+        gpumem_test::reset_device_calls();
+        m_emu.unset();
     }
 
     /* The process's GPUs, with a BAR of @a bar_size (0: as large as VRAM) */
@@ -117,7 +117,7 @@ protected:
         EXPECT_EQ(1u, log.count(words)) << log.text();
     }
 
-    std::string                   m_shm_dir;
+    gpumem_test::emu_env          m_emu;
     uct_md_config_t               *m_config  = NULL;
     uct_gpumem_context_params_t   m_params;
     uct_gpumem_context_t          *m_context = NULL;

@@ -8,6 +8,7 @@
 #define GPUMEM_MEM_TEST_H_
 
 #include <common/gpumem_test.h>
+#include <common/temp_dir.h>
 
 extern "C" {
 #include <uct/gpumem/mem/gpumem_mem.h>
@@ -16,7 +17,6 @@ extern "C" {
 }
 
 #include <cstring>
-#include <dirent.h>
 #include <string>
 #include <vector>
 
@@ -92,17 +92,15 @@ protected:
     enum { VRAM_SIZE = 64 << 20, SMALL_BAR_SIZE = 32 << 20 };
 
     virtual void SetUp() {
-        char tmpl[] = "/tmp/gpumem_mem.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        m_shm_dir = tmpl;
+        ASSERT_TRUE(m_shm_dir.make("mem"));
         ASSERT_NO_FATAL_FAILURE(open_machine(NULL));
     }
 
     virtual void TearDown() {
         close_machine();
-        EXPECT_EQ(0u, shm_files()) << "shared memory left in " << m_shm_dir;
-        EXPECT_EQ(0, system(("rm -rf " + m_shm_dir).c_str()));
+        EXPECT_EQ(0u, shm_files()) << "shared memory left in "
+                                   << m_shm_dir.path();
+        EXPECT_TRUE(m_shm_dir.remove());
     }
 
     /* The built-in emu machine, or the GPUs of a real machine's export */
@@ -122,7 +120,7 @@ protected:
 
         config.vram_size       = VRAM_SIZE;
         config.bar_size        = bar_size;
-        config.shm_dir         = m_shm_dir.c_str();
+        config.shm_dir         = m_shm_dir.path().c_str();
         config.copy_inline_max = 8192;
         ASSERT_EQ(UCS_OK, gpumem_emu_open(&config, m_topo, &m_driver));
         if (m_spy_tables) {
@@ -158,18 +156,7 @@ protected:
     }
 
     unsigned shm_files() const {
-        DIR *dir = opendir(m_shm_dir.c_str());
-        unsigned count = 0;
-        struct dirent *entry;
-
-        if (dir == NULL) {
-            return 0;
-        }
-        while ((entry = readdir(dir)) != NULL) {
-            count += (entry->d_name[0] != '.');
-        }
-        closedir(dir);
-        return count;
+        return m_shm_dir.entries().size();
     }
 
     gpumem_gpu_t *gpu(unsigned i) {
@@ -238,7 +225,7 @@ protected:
         return region;
     }
 
-    std::string                m_shm_dir;
+    gpumem_test::temp_dir      m_shm_dir;
     gpumem_topo_t              *m_topo   = NULL;
     gpumem_driver_t            *m_driver = NULL;
     std::vector<gpumem_gpu_t*> m_gpus;

@@ -176,7 +176,7 @@ TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
             }
             config.vram_size = VRAM_SIZE;
             config.bar_size  = VRAM_SIZE;
-            config.shm_dir   = m_shm_dir.c_str();
+            config.shm_dir   = m_shm_dir.path().c_str();
             open_status      = gpumem_emu_open(&config, topo, &driver);
             if (open_status == UCS_OK) {
                 driver->ops->close(driver);

@@ -21,17 +21,15 @@ protected:
     virtual void SetUp() {
         gpumem_topo_params_t params = {};
         gpumem_emu_config_t config  = {};
-        char tmpl[]                 = "/tmp/gpumem_mem.XXXXXX";
 
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        m_shm_dir = tmpl;
+        ASSERT_TRUE(m_shm_dir.make("mem"));
 
         params.xml_buffer = gpumem_emu_builtin_topology;
         params.sysfs_root = "/nonexistent";
         ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
         config.vram_size       = VRAM_SIZE;
         config.bar_size        = VRAM_SIZE;
-        config.shm_dir         = m_shm_dir.c_str();
+        config.shm_dir         = m_shm_dir.path().c_str();
         config.copy_inline_max = 8192;
         ASSERT_EQ(UCS_OK, gpumem_emu_open(&config, m_topo, &m_driver));
 

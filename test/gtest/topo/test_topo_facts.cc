@@ -6,6 +6,7 @@
  */
 
 #include <common/log_capture.h>
+#include <common/temp_dir.h>
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,6 @@ extern "C" {
 #include <uct/gpumem/topo/topo_sysfs.h>
 }
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +31,8 @@ extern "C" {
 class topo_facts : public testing::Test {
 protected:
     virtual void SetUp() {
-        char templ[] = "/tmp/gpumem_topo_facts.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(templ) != NULL);
-        m_dir  = templ;
-        m_path = m_dir + "/facts";
+        ASSERT_TRUE(m_dir.make("topo_facts"));
+        m_path = m_dir.path() + "/facts";
         m_errors.reset(new gpumem_test::log_capture(UCS_LOG_LEVEL_ERROR));
         m_topo = make_topo();
     }
@@ -43,14 +40,7 @@ protected:
     virtual void TearDown() {
         m_errors.reset();
         free_topo(m_topo);
-        if (!m_dir.empty()) {
-            nftw(m_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        }
-    }
-
-    static int remove_entry(const char *path, const struct stat *,
-                            int, struct FTW *) {
-        return remove(path);
+        m_dir.remove();
     }
 
     static gpumem_pci_addr_t pci(uint16_t domain, uint8_t bus, uint8_t dev,
@@ -183,7 +173,7 @@ protected:
 
     /* Errors are kept for the tests to read, and not printed */
     std::unique_ptr<gpumem_test::log_capture> m_errors;
-    std::string                               m_dir;
+    gpumem_test::temp_dir                     m_dir;
     std::string                               m_path;
     gpumem_topo_t                             *m_topo = NULL;
 };
@@ -247,7 +237,7 @@ TEST_F(topo_facts, save_writes_a_shared_bridge_once) {
 }
 
 TEST_F(topo_facts, save_to_unwritable_path_is_io_error) {
-    std::string path = m_dir + "/no/such/dir/facts";
+    std::string path = m_dir.path() + "/no/such/dir/facts";
 
     EXPECT_EQ(UCS_ERR_IO_ERROR, gpumem_topo_save_facts(m_topo, path.c_str()));
     EXPECT_TRUE(logged(path));
@@ -405,7 +395,7 @@ TEST_F(topo_facts, apply_rejects_malformed_line_and_applies_nothing) {
 }
 
 TEST_F(topo_facts, apply_missing_file_is_io_error) {
-    std::string path = m_dir + "/absent";
+    std::string path = m_dir.path() + "/absent";
 
     EXPECT_EQ(UCS_ERR_IO_ERROR, gpumem_topo_facts_apply(m_topo,
                                                         path.c_str()));
@@ -415,8 +405,8 @@ TEST_F(topo_facts, apply_missing_file_is_io_error) {
 
 TEST_F(topo_facts, apply_directory_is_refused_as_not_a_regular_file) {
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              gpumem_topo_facts_apply(m_topo, m_dir.c_str()));
-    EXPECT_TRUE(logged(m_dir + " is a directory"));
+              gpumem_topo_facts_apply(m_topo, m_dir.path().c_str()));
+    EXPECT_TRUE(logged(m_dir.path() + " is a directory"));
 }
 
 /* A FIFO with no writer would block open() forever */

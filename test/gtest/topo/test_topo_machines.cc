@@ -7,6 +7,7 @@
 
 #include <common/gpumem_test.h>
 #include <common/log_capture.h>
+#include <common/temp_dir.h>
 
 extern "C" {
 #include <uct/gpumem/topo/topo.h>
@@ -23,19 +24,14 @@ extern "C" {
 class topo_machine : public testing::Test {
 protected:
     virtual void SetUp() {
-        char tmpl[] = "/tmp/gpumem_sysfs.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        m_sysfs = tmpl;
+        ASSERT_TRUE(m_sysfs.make("sysfs"));
     }
 
     virtual void TearDown() {
         if (m_topo != NULL) {
             gpumem_topo_destroy(m_topo);
         }
-        if (!m_sysfs.empty()) {
-            EXPECT_EQ(0, system(("rm -rf " + m_sysfs).c_str()));
-        }
+        EXPECT_TRUE(m_sysfs.remove());
     }
 
     static std::string xml_path(const std::string &name) {
@@ -45,8 +41,8 @@ protected:
     /* Loads a real machine's export; this machine's /sys plays no part */
     void load(const std::string &name) {
         std::string xml          = xml_path(name);
-        gpumem_topo_params_t params = {xml.c_str(), NULL, m_sysfs.c_str(),
-                                       NULL};
+        gpumem_topo_params_t params = {xml.c_str(), NULL,
+                                       m_sysfs.path().c_str(), NULL};
 
         if (m_topo != NULL) {
             gpumem_topo_destroy(m_topo);
@@ -114,7 +110,7 @@ protected:
         out << data;
     }
 
-    std::string                         m_sysfs;
+    gpumem_test::temp_dir               m_sysfs;
     gpumem_topo_t                       *m_topo = NULL;
     gpumem_topo_verdict_t               m_verdict;
     std::vector<gpumem_topo_nic_rank_t> m_ranks;
@@ -346,17 +342,17 @@ protected:
             }
         }
 
-        mkdir((m_sysfs + "/bus").c_str(), 0755);
-        mkdir((m_sysfs + "/bus/pci").c_str(), 0755);
-        mkdir((m_sysfs + "/bus/pci/devices").c_str(), 0755);
+        mkdir((m_sysfs.path() + "/bus").c_str(), 0755);
+        mkdir((m_sysfs.path() + "/bus/pci").c_str(), 0755);
+        mkdir((m_sysfs.path() + "/bus/pci/devices").c_str(), 0755);
 
         /* The host bridge: Broadwell-EP, not on the whitelist */
-        std::string host = m_sysfs + "/bus/pci/devices/0000:00:00.0";
+        std::string host = m_sysfs.path() + "/bus/pci/devices/0000:00:00.0";
         mkdir(host.c_str(), 0755);
         write_file(host + "/vendor", "0x8086\n");
         write_file(host + "/device", "0x6f00\n");
         for (const std::string &f : functions) {
-            std::string dir = m_sysfs + "/bus/pci/devices/" + f;
+            std::string dir = m_sysfs.path() + "/bus/pci/devices/" + f;
             std::string config(4096, '\0');
 
             mkdir(dir.c_str(), 0755);
@@ -416,7 +412,7 @@ TEST_F(topo_machine_sysfs, pascal_acs_redirect_on_switch_port_refuses) {
 TEST_F(topo_machine, bad_input_is_a_clear_error) {
     gpumem_topo_params_t params = {"/nonexistent/topo.xml", NULL, NULL,
                                    NULL};
-    std::string bad             = m_sysfs + "/bad.xml";
+    std::string bad             = m_sysfs.path() + "/bad.xml";
     gpumem_topo_t *topo;
 
     EXPECT_EQ(UCS_ERR_IO_ERROR, gpumem_topo_load(&params, &topo));
@@ -440,13 +436,14 @@ TEST_F(topo_machine, bad_input_is_a_clear_error) {
  * element nesting that would overflow hwloc's parser */
 TEST_F(topo_machine, xml_that_is_no_regular_file_or_too_deep_is_refused) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
-    std::string fifo = m_sysfs + "/fifo.xml", deep = m_sysfs + "/deep.xml";
+    std::string fifo = m_sysfs.path() + "/fifo.xml";
+    std::string deep = m_sysfs.path() + "/deep.xml";
     std::string nested;
-    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.c_str(), NULL};
+    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.path().c_str(), NULL};
     struct {
         std::string path, says;
     } cases[] = {{fifo, "is a FIFO"}, {"/dev/zero", "is a device"},
-                 {m_sysfs, "is a directory"},
+                 {m_sysfs.path(), "is a directory"},
                  {deep, "nests elements more than 256 deep"}};
 
     ASSERT_EQ(0, mkfifo(fifo.c_str(), 0600));
@@ -467,8 +464,8 @@ TEST_F(topo_machine, xml_that_is_no_regular_file_or_too_deep_is_refused) {
 TEST_F(topo_machine, two_devices_at_one_pci_address_are_refused) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     std::string xml = gpumem_emu_builtin_topology;
-    std::string path = m_sysfs + "/twice.xml";
-    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.c_str(), NULL};
+    std::string path = m_sysfs.path() + "/twice.xml";
+    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.path().c_str(), NULL};
     size_t pos;
 
     pos = xml.find("pci_busid=\"00e0:04:00.0\"");
@@ -491,8 +488,8 @@ TEST_F(topo_machine, xml_that_crashes_hwloc_is_refused) {
     std::ifstream in(xml_path("hwloc-power8-minsky-4xP100-nvlink.xml"));
     std::string xml((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
-    std::string path = m_sysfs + "/crash.xml";
-    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.c_str(), NULL};
+    std::string path = m_sysfs.path() + "/crash.xml";
+    gpumem_topo_params_t params = {NULL, NULL, m_sysfs.path().c_str(), NULL};
     size_t pos = xml.find("os_index=\"105\"");
 
     ASSERT_NE(std::string::npos, pos);

@@ -5,6 +5,8 @@
  * See file LICENSE for terms.
  */
 
+#include <common/temp_dir.h>
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -12,7 +14,6 @@ extern "C" {
 }
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +42,7 @@ protected:
     };
 
     virtual void SetUp() {
-        char templ[] = "/tmp/gpumem_topo_sysfs.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(templ) != NULL);
-        m_root = templ;
+        ASSERT_TRUE(m_root.make("topo_sysfs"));
 
         m_addr.domain = 0;
         m_addr.bus    = 0x2b;
@@ -55,30 +53,23 @@ protected:
     }
 
     virtual void TearDown() {
-        if (!m_root.empty()) {
-            nftw(m_root.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        }
-    }
-
-    static int remove_entry(const char *path, const struct stat *,
-                            int, struct FTW *) {
-        return remove(path);
+        m_root.remove();
     }
 
     /* Make a directory and its parents under the root */
     void mkdirs(const std::string &rel) {
-        std::string path = m_root;
+        std::string path = m_root.path();
         size_t pos       = 0;
 
         while (pos != std::string::npos) {
             pos = rel.find('/', pos + 1);
-            path = m_root + "/" + rel.substr(0, pos);
+            path = m_root.path() + "/" + rel.substr(0, pos);
             mkdir(path.c_str(), 0755);
         }
     }
 
     void write_file(const std::string &rel, const void *data, size_t size) {
-        std::string path = m_root + "/" + rel;
+        std::string path = m_root.path() + "/" + rel;
         FILE *file       = fopen(path.c_str(), "w");
 
         ASSERT_TRUE(file != NULL) << path;
@@ -154,12 +145,14 @@ protected:
         if (!type.empty()) {
             write_file(dir + "/type", type);
         }
-        ASSERT_EQ(0, symlink(target.c_str(), (m_root + "/" + m_dev_dir +
-                                              "/iommu_group").c_str()));
+        ASSERT_EQ(0, symlink(target.c_str(),
+                             (m_root.path() + "/" + m_dev_dir +
+                              "/iommu_group").c_str()));
     }
 
     void read_iommu() {
-        gpumem_topo_sysfs_iommu(m_root.c_str(), &m_addr, &m_fact, &m_group);
+        gpumem_topo_sysfs_iommu(m_root.path().c_str(), &m_addr, &m_fact,
+                                &m_group);
     }
 
     /* "0x<start> 0x<end> 0x<flags>" as the kernel writes a resource */
@@ -181,11 +174,11 @@ protected:
         return std::string(m_fact.why).find(text) != std::string::npos;
     }
 
-    std::string        m_root;
-    std::string        m_dev_dir;
-    gpumem_pci_addr_t  m_addr;
-    gpumem_topo_fact_t m_fact  = {};
-    int                m_group = -2;
+    gpumem_test::temp_dir m_root;
+    std::string           m_dev_dir;
+    gpumem_pci_addr_t     m_addr;
+    gpumem_topo_fact_t    m_fact  = {};
+    int                   m_group = -2;
 };
 
 
@@ -218,7 +211,7 @@ TEST_F(topo_sysfs, acs_redirect_bits_read_from_extended_capability) {
     uint16_t ctrl = GPUMEM_TOPO_ACS_RR | GPUMEM_TOPO_ACS_CR | 0x0001;
 
     write_config(config_with_acs(ctrl));
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(ctrl, m_fact.value);
@@ -227,7 +220,7 @@ TEST_F(topo_sysfs, acs_redirect_bits_read_from_extended_capability) {
 
 TEST_F(topo_sysfs, acs_with_no_bits_set_is_known_zero) {
     write_config(config_with_acs(0));
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -244,7 +237,7 @@ TEST_F(topo_sysfs, acs_found_after_a_long_capability_chain) {
     put_ext_cap(cfg, pos, EXT_CAP_ID_ACS, 0);
     put16(cfg, pos + 6, GPUMEM_TOPO_ACS_EC);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ((uint64_t)GPUMEM_TOPO_ACS_EC, m_fact.value);
@@ -256,7 +249,7 @@ TEST_F(topo_sysfs, acs_capability_absent_is_known_zero) {
     put_ext_cap(cfg, 0x100, EXT_CAP_ID_AER, 0x148);
     put_ext_cap(cfg, 0x148, EXT_CAP_ID_VC, 0x000);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -264,7 +257,7 @@ TEST_F(topo_sysfs, acs_capability_absent_is_known_zero) {
 
 TEST_F(topo_sysfs, acs_empty_extended_space_is_known_zero) {
     write_config(config(4096));
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -276,11 +269,12 @@ TEST_F(topo_sysfs, acs_unprivileged_64_byte_config_is_unknown) {
 
     cfg.resize(64);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_EQ(0u, m_fact.value);
-    EXPECT_TRUE(why_has(m_root + "/" + m_dev_dir + "/config")) << m_fact.why;
+    EXPECT_TRUE(why_has(m_root.path() + "/" + m_dev_dir + "/config"))
+            << m_fact.why;
     EXPECT_TRUE(why_has("0000:2b:00.0")) << m_fact.why;
     EXPECT_TRUE(why_has("64 bytes")) << m_fact.why;
     EXPECT_TRUE(why_has("root")) << m_fact.why;
@@ -288,7 +282,7 @@ TEST_F(topo_sysfs, acs_unprivileged_64_byte_config_is_unknown) {
 
 TEST_F(topo_sysfs, acs_conventional_pci_function_has_none) {
     write_config(config(256, false));
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -301,7 +295,7 @@ TEST_F(topo_sysfs, acs_function_without_capability_list_has_none) {
     cfg[CFG_CAP_PTR] = 0x60;    /* Not a list: the status bit is clear */
     cfg[0x60]        = CAP_ID_EXP;
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -310,7 +304,7 @@ TEST_F(topo_sysfs, acs_function_without_capability_list_has_none) {
 /* An express function whose extended space the kernel cannot reach */
 TEST_F(topo_sysfs, acs_express_function_with_256_bytes_is_unknown) {
     write_config(config(256, true));
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("256 bytes")) << m_fact.why;
@@ -325,7 +319,7 @@ TEST_F(topo_sysfs, acs_looping_standard_list_with_256_bytes_is_unknown) {
     cfg[0x50] = CAP_ID_PM;
     cfg[0x51] = 0x40;
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("capability list")) << m_fact.why;
@@ -337,7 +331,7 @@ TEST_F(topo_sysfs, acs_looping_extended_chain_is_unknown) {
     put_ext_cap(cfg, 0x100, EXT_CAP_ID_AER, 0x148);
     put_ext_cap(cfg, 0x148, EXT_CAP_ID_VC, 0x100);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("loops")) << m_fact.why;
@@ -348,7 +342,7 @@ TEST_F(topo_sysfs, acs_chain_pointing_into_standard_space_is_unknown) {
 
     put_ext_cap(cfg, 0x100, EXT_CAP_ID_AER, 0x040);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("0x40")) << m_fact.why;
@@ -360,7 +354,7 @@ TEST_F(topo_sysfs, acs_capability_cut_by_end_of_space_is_unknown) {
     put_ext_cap(cfg, 0x100, EXT_CAP_ID_AER, 0xffc);
     put_ext_cap(cfg, 0xffc, EXT_CAP_ID_ACS, 0);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("ACS")) << m_fact.why;
@@ -381,7 +375,7 @@ TEST_F(topo_sysfs, acs_garbage_config_space_gives_an_answer) {
                 cfg[i] = rand_r(&seed) & 0xff;
             }
             write_config(cfg);
-            gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+            gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
             if (m_fact.known) {
                 EXPECT_LE(m_fact.value, 0xffffu);
@@ -401,14 +395,14 @@ TEST_F(topo_sysfs, acs_read_from_config_longer_than_extended_space) {
 
     cfg.resize(3 * 4096, 0xff);
     write_config(cfg);
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ((uint64_t)GPUMEM_TOPO_ACS_RR, m_fact.value);
 }
 
 TEST_F(topo_sysfs, acs_missing_config_is_unknown_with_error) {
-    gpumem_topo_sysfs_acs_ctrl(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_acs_ctrl(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has(m_dev_dir + "/config")) << m_fact.why;
@@ -497,8 +491,9 @@ TEST_F(topo_sysfs, iommu_empty_type_is_unknown) {
 }
 
 TEST_F(topo_sysfs, iommu_link_not_to_a_group_is_unknown) {
-    ASSERT_EQ(0, symlink("../../somewhere/else", (m_root + "/" + m_dev_dir +
-                                                  "/iommu_group").c_str()));
+    ASSERT_EQ(0, symlink("../../somewhere/else",
+                         (m_root.path() + "/" + m_dev_dir +
+                          "/iommu_group").c_str()));
     read_iommu();
 
     EXPECT_EQ(0, m_fact.known);
@@ -528,7 +523,7 @@ TEST_F(topo_sysfs, bar_size_is_largest_memory_bar) {
                    resource(0xf000, 0xffffffff, IORESOURCE_IO) +
                    resource(0xfc000000, 0xfc07ffff, 0x46200) +
                    unused_resource());
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(32ull << 30, m_fact.value);
@@ -541,7 +536,7 @@ TEST_F(topo_sysfs, bar_size_ignores_io_bars) {
                    resource(0xfb000000, 0xfbffffff, 0x40200) +
                    unused_resource() + unused_resource() +
                    unused_resource() + unused_resource());
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(16ull << 20, m_fact.value);
@@ -556,7 +551,7 @@ TEST_F(topo_sysfs, bar_size_ignores_lines_after_the_bars) {
     }
     text += resource(0x10000000, 0x1fffffff, 0x200);
     write_dev_file("resource", text);
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -568,7 +563,7 @@ TEST_F(topo_sysfs, bar_size_without_memory_bars_is_known_zero) {
                    unused_resource() + unused_resource() +
                    unused_resource() + unused_resource() +
                    unused_resource() + unused_resource());
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0u, m_fact.value);
@@ -590,7 +585,7 @@ TEST_F(topo_sysfs, bar_malformed_resource_line_is_unknown_naming_it) {
         write_dev_file("resource", unused_resource() + unused_resource() +
                                    line + unused_resource() +
                                    unused_resource() + unused_resource());
-        gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+        gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
         EXPECT_EQ(0, m_fact.known) << line;
         EXPECT_TRUE(why_has("line 3")) << m_fact.why;
@@ -601,7 +596,7 @@ TEST_F(topo_sysfs, bar_malformed_resource_line_is_unknown_naming_it) {
 TEST_F(topo_sysfs, bar_truncated_resource_is_unknown) {
     write_dev_file("resource", unused_resource() +
                                resource(0xfb000000, 0xfbffffff, 0x40200));
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("line 3")) << m_fact.why;
@@ -609,14 +604,14 @@ TEST_F(topo_sysfs, bar_truncated_resource_is_unknown) {
 
 TEST_F(topo_sysfs, bar_huge_resource_is_unknown) {
     write_dev_file("resource", std::string(1 << 20, '0'));
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_NE('\0', m_fact.why[0]);
 }
 
 TEST_F(topo_sysfs, bar_missing_resource_is_unknown) {
-    gpumem_topo_sysfs_bar_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_bar_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has(m_dev_dir + "/resource")) << m_fact.why;
@@ -625,14 +620,14 @@ TEST_F(topo_sysfs, bar_missing_resource_is_unknown) {
 
 TEST_F(topo_sysfs, mem_size_read_from_vram_total) {
     write_dev_file("mem_info_vram_total", "68702699520\n");
-    gpumem_topo_sysfs_mem_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_mem_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(68702699520ull, m_fact.value);
 }
 
 TEST_F(topo_sysfs, mem_size_absent_is_unknown) {
-    gpumem_topo_sysfs_mem_size(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_mem_size(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has("no GPU memory size in sysfs for 0000:2b:00.0"))
@@ -646,7 +641,7 @@ TEST_F(topo_sysfs, mem_size_garbage_is_unknown) {
 
     for (const char *text : bad) {
         write_dev_file("mem_info_vram_total", text);
-        gpumem_topo_sysfs_mem_size(m_root.c_str(), &m_addr, &m_fact);
+        gpumem_topo_sysfs_mem_size(m_root.path().c_str(), &m_addr, &m_fact);
 
         EXPECT_EQ(0, m_fact.known) << text;
         EXPECT_TRUE(why_has("mem_info_vram_total")) << m_fact.why;
@@ -656,7 +651,7 @@ TEST_F(topo_sysfs, mem_size_garbage_is_unknown) {
 TEST_F(topo_sysfs, pci_id_combines_vendor_and_device) {
     write_dev_file("vendor", "0x10de\n");
     write_dev_file("device", "0x2330\n");
-    gpumem_topo_sysfs_pci_id(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_pci_id(m_root.path().c_str(), &m_addr, &m_fact);
 
     ASSERT_EQ(1, m_fact.known) << m_fact.why;
     EXPECT_EQ(0x10de2330u, m_fact.value);
@@ -669,7 +664,7 @@ TEST_F(topo_sysfs, pci_id_garbage_is_unknown) {
     write_dev_file("vendor", "0x1002\n");
     for (const char *text : bad) {
         write_dev_file("device", text);
-        gpumem_topo_sysfs_pci_id(m_root.c_str(), &m_addr, &m_fact);
+        gpumem_topo_sysfs_pci_id(m_root.path().c_str(), &m_addr, &m_fact);
 
         EXPECT_EQ(0, m_fact.known) << text;
         EXPECT_TRUE(why_has("device")) << m_fact.why;
@@ -678,7 +673,7 @@ TEST_F(topo_sysfs, pci_id_garbage_is_unknown) {
 
 TEST_F(topo_sysfs, pci_id_missing_vendor_is_unknown) {
     write_dev_file("device", "0x2330\n");
-    gpumem_topo_sysfs_pci_id(m_root.c_str(), &m_addr, &m_fact);
+    gpumem_topo_sysfs_pci_id(m_root.path().c_str(), &m_addr, &m_fact);
 
     EXPECT_EQ(0, m_fact.known);
     EXPECT_TRUE(why_has(m_dev_dir + "/vendor")) << m_fact.why;

@@ -11,6 +11,7 @@
 
 #include <common/gpumem_test.h>
 #include <common/log_capture.h>
+#include <common/temp_dir.h>
 
 extern "C" {
 #include <ucs/sys/topo/base/topo.h>
@@ -28,16 +29,13 @@ extern "C" {
 class md : public testing::Test {
 protected:
     virtual void SetUp() {
-        char tmpl[] = "/tmp/gpumem_md.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        m_shm_dir = tmpl;
+        ASSERT_TRUE(m_shm_dir.make("md"));
         ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
         m_component = gpumem_test::find_component("gpumem");
         ASSERT_TRUE(m_component != NULL);
         ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
                                              &m_config));
-        modify("EMU_SHM_DIR", m_shm_dir);
+        modify("EMU_SHM_DIR", m_shm_dir.path());
         modify("EMU_VRAM_SIZE", "64m");
     }
 
@@ -48,8 +46,8 @@ protected:
         if (m_config != NULL) {
             uct_config_release(m_config);
         }
-        EXPECT_EQ(0, system(("rmdir " + m_shm_dir).c_str()))
-                << "emu state left in " << m_shm_dir;
+        /* The domains closed: nothing left shared */
+        m_shm_dir.expect_empty("emu state");
     }
 
     void modify(const char *name, const std::string &value) {
@@ -80,10 +78,10 @@ protected:
         return mem->address;
     }
 
-    std::string     m_shm_dir;
-    uct_component_h m_component = NULL;
-    uct_md_config_t *m_config   = NULL;
-    uct_md_h        m_md        = NULL;
+    gpumem_test::temp_dir m_shm_dir;
+    uct_component_h       m_component = NULL;
+    uct_md_config_t       *m_config   = NULL;
+    uct_md_h              m_md        = NULL;
 };
 
 
@@ -500,7 +498,7 @@ TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
                                                  "MEM_TYPE", "rocm"));
     ASSERT_EQ(UCS_OK, gpumem_test::config_modify(rocm_config, "GPUMEM_",
                                                  "EMU_SHM_DIR",
-                                                 m_shm_dir.c_str()));
+                                                 m_shm_dir.path().c_str()));
     ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", rocm_config,
                                   &rocm_md));
     params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
@@ -577,12 +575,10 @@ TEST(md_config, bad_values_are_refused_naming_the_variable) {
         {"gpumem_ipc", "gpumemipc", "IPC_LATENCY", "LATENCY", "-5us"},
         {"gpumem_ipc", "gpumemipc", "IPC_OVERHEAD", "OVERHEAD", "-1us"},
     };
-    char tmpl[] = "/tmp/gpumem_md_config.XXXXXX";
+    gpumem_test::emu_env emu;
 
     ASSERT_TRUE(gpumem_test::plugin_handle() != NULL);
-    ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-    setenv("UCX_GPUMEM_EMU_SHM_DIR", tmpl, 1);
-    setenv("UCX_GPUMEM_EMU_VRAM_SIZE", "64m", 1);
+    ASSERT_TRUE(emu.set("md_config"));
 
     for (const auto &c : cases) {
         std::string var = std::string("UCX_GPUMEM_") + c.name;
@@ -609,7 +605,5 @@ TEST(md_config, bad_values_are_refused_naming_the_variable) {
                 << var << "=" << c.value << ": " << log.text();
     }
 
-    unsetenv("UCX_GPUMEM_EMU_SHM_DIR");
-    unsetenv("UCX_GPUMEM_EMU_VRAM_SIZE");
-    EXPECT_EQ(0, rmdir(tmpl)) << "emu state left in " << tmpl;
+    emu.unset();
 }
