@@ -31,7 +31,8 @@ protected:
         }
         *why_p = why;
 #else
-        *why_p = "this build has no cuda driver";
+        *why_p = "this build has no cuda driver (cuda.h was not found at "
+                 "configure time)";
 #endif
         return false;
     }
