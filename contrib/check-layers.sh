@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Checks the layers of src/uct/gpumem (DESIGN.md), lowest first: topology,
-# drivers, memory core, registration, UCT glue. Data flows down: a layer
+# Checks the layers of src/uct/gpumem (DESIGN.md), lowest first: utilities
+# (UCS's helpers), topology, drivers, memory core, registration, UCT glue. Data flows down: a layer
 # calls and includes only itself and the layers below it.
 #
 #  - link: each layer's convenience library is linked into a shared object
 #    with only the layers below it and the outside libraries, with every
 #    symbol defined (-z defs), so that a call to a higher layer fails;
-#  - include: no file of a layer includes a header of a higher one (the
-#    memory core includes no driver's own header, only the interface of
-#    every driver).
+#  - include: no file of a layer includes a header of a higher one; the
+#    memory core and the UCT glue include no driver's own header, only the
+#    interface of every driver and the table of drivers.
 #
 # --self-test first shows that each check fails on a deliberately wrong
 # call and include, so that a check that cannot fail is not taken for one
@@ -39,21 +39,22 @@ if [ -z "$srcdir" ] || [ -z "$libdir" ] || [ -z "$cc" ]; then
 fi
 
 # The layers below the UCT glue, lowest first, and what each may use
-layers="topo driver mem reg"
+layers="util topo driver mem reg"
 declare -A below=(
-    [topo]=""
-    [driver]="topo"
-    [mem]="driver topo"
-    [reg]=""
+    [util]=""
+    [topo]="util"
+    [driver]="topo util"
+    [mem]="driver topo util"
+    [reg]="util"
 )
 # What the files of each layer may include of src/uct/gpumem, as paths
-# (a prefix ending in / is a directory); base/gpumem_compat_ucs.h is UCS's
-# own helpers as every UCX has them, for every layer
+# (a prefix ending in / is a directory)
 declare -A includes=(
-    [topo]="topo/"
-    [driver]="driver/ topo/ base/gpumem_compat_ucs.h"
-    [mem]="mem/ driver/gpumem_driver.h topo/ base/gpumem_compat_ucs.h"
-    [reg]="reg/"
+    [util]="util/"
+    [topo]="topo/ util/"
+    [driver]="driver/ topo/ util/"
+    [mem]="mem/ driver/gpumem_driver.h topo/ util/"
+    [reg]="reg/ util/"
 )
 
 work=$(mktemp -d)
@@ -83,7 +84,7 @@ link_layer() {
 # Whether the includes of the files under $1 keep to their layers; prints
 # each that does not
 check_includes() {
-    local root=$1 layer file inc path allowed ok bad=0
+    local root=$1 layer file inc path allowed ok bad=0 dir
     for layer in $layers; do
         [ -d "$root/$layer" ] || continue
         while IFS= read -r file; do
@@ -104,6 +105,21 @@ check_includes() {
             done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^">]*\)[">].*/\1/p' "$file")
         done < <(find "$root/$layer" -name '*.[ch]' | sort)
     done
+
+    # The UCT glue: every other file; it may include all but a driver's own
+    while IFS= read -r file; do
+        dir=${file#"$root"/}
+        dir=${dir%%/*}
+        case " $layers " in *" $dir "*) continue ;; esac
+        while IFS= read -r inc; do
+            case "${inc#uct/gpumem/}" in
+            driver/*/*)
+                echo "check-layers: ${file#"$root"/} (UCT glue) includes" \
+                     "$inc, a driver's own header"
+                bad=1 ;;
+            esac
+        done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^">]*\)[">].*/\1/p' "$file")
+    done < <(find "$root" -name '*.[ch]' | sort)
     return $bad
 }
 
@@ -129,11 +145,19 @@ EOF
         exit 1
     }
 
-    # The memory core including a driver's own header
-    mkdir -p "$work/src/mem"
+    # The memory core, and a transport, including a driver's own header
+    mkdir -p "$work/src/mem" "$work/src/copy"
     printf '#include <uct/gpumem/driver/emu/emu.h>\n' > "$work/src/mem/wrong.c"
     if check_includes "$work/src" > "$work/self.log"; then
         echo "check-layers: self-test: mem including driver/emu/emu.h" \
+             "passed" >&2
+        exit 1
+    fi
+    rm "$work/src/mem/wrong.c"
+    printf '#include <uct/gpumem/driver/cuda/cuda_driver.h>\n' \
+        > "$work/src/copy/wrong.c"
+    if check_includes "$work/src" > "$work/self.log"; then
+        echo "check-layers: self-test: copy including a driver's header" \
              "passed" >&2
         exit 1
     fi

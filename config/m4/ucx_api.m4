@@ -139,6 +139,12 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [configuration has UCS_CONFIG_DBL_AUTO],
         [#include <ucs/config/parser.h>],
         [double d = UCS_CONFIG_DBL_AUTO; (void)d;])
+    GPUMEM_UCX_PROBE_TYPE([HAVE_UCS_CONFIG_PARSER_FILL_OPTS_ENTRY],
+        [configuration tables are filled from their global list entry],
+        [#include <ucs/config/parser.h>],
+        [__typeof__(&ucs_config_parser_fill_opts)],
+        [ucs_status_t (*)(void*, ucs_config_global_list_entry_t*,
+                          const char*, int)])
     GPUMEM_UCX_PROBE([HAVE_UCS_TOPO_SYS_DEVICE_SET_NAME_PRIORITY],
         [ucs_topo_sys_device_set_name takes a priority],
         [#include <ucs/sys/topo/base/topo.h>],

@@ -16,7 +16,8 @@
 #endif
 
 #include "gpumem_component.h"
-#include "gpumem_md.h"
+#include "copy/copy_md.h"
+#include "gpumem_settings.h"
 #include "ib/ib_md.h"
 #include "copy/copy_iface.h"
 #include "ipc/ipc_iface.h"
@@ -86,6 +87,7 @@ ucs_status_t uct_gpumem_components_register(void)
         return status;
     }
 
+    uct_gpumem_settings_register();
     for (i = 0; i < ucs_static_array_size(uct_gpumem_components); ++i) {
         uct_component_register(uct_gpumem_components[i]);
         ucs_debug("gpumem: registered component '%s'",
@@ -121,6 +123,7 @@ void uct_gpumem_components_unregister(void)
         ucs_list_del(&uct_gpumem_components[i]->list);
         uct_component_unregister(uct_gpumem_components[i]);
     }
+    uct_gpumem_settings_unregister();
 
     uct_gpumem_components_registered = 0;
 }

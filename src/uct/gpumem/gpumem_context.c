@@ -11,9 +11,7 @@
 #include "gpumem_context.h"
 #include "base/gpumem_compat.h"
 
-#ifdef HAVE_CUDA
-#  include <uct/gpumem/driver/cuda/cuda_driver.h>
-#endif
+#include <uct/gpumem/driver/gpumem_drivers.h>
 
 #include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
@@ -22,13 +20,6 @@
 #include <ucs/sys/string.h>
 #include <pthread.h>
 
-
-const char *uct_gpumem_driver_names[] = {
-    [UCT_GPUMEM_DRIVER_AUTO] = "auto",
-    [UCT_GPUMEM_DRIVER_CUDA] = "cuda",
-    [UCT_GPUMEM_DRIVER_EMU]  = "emu",
-    [UCT_GPUMEM_DRIVER_LAST] = NULL
-};
 
 /* Recursive: a fork while it is held (the topology tries a user's XML in a
  * child) takes it again in the fork handlers */
@@ -172,6 +163,7 @@ ucs_status_t uct_gpumem_context_choose_driver(
         uct_gpumem_driver_select_t select,
         uct_gpumem_driver_select_t *driver_p, char *why_buf, size_t max)
 {
+    const gpumem_driver_desc_t *cuda = gpumem_driver_find("cuda");
     char no_cuda[200];
 
     if (select == UCT_GPUMEM_DRIVER_EMU) {
@@ -180,17 +172,12 @@ ucs_status_t uct_gpumem_context_choose_driver(
         return UCS_OK;
     }
 
-#ifdef HAVE_CUDA
-    if (gpumem_cuda_probe(no_cuda, sizeof(no_cuda)) == UCS_OK) {
+    if (cuda->probe(no_cuda, sizeof(no_cuda)) == UCS_OK) {
         ucs_snprintf_zero(why_buf, max, "UCX_GPUMEM_DRIVER=%s: a CUDA device "
                           "answers", uct_gpumem_driver_names[select]);
         *driver_p = UCT_GPUMEM_DRIVER_CUDA;
         return UCS_OK;
     }
-#else
-    ucs_strncpy_zero(no_cuda, "this build has no cuda driver (cuda.h was not "
-                     "found at configure time)", sizeof(no_cuda));
-#endif
 
     if (select == UCT_GPUMEM_DRIVER_CUDA) {
         ucs_error("gpumem: UCX_GPUMEM_DRIVER=cuda: no CUDA device: %s",
@@ -204,10 +191,45 @@ ucs_status_t uct_gpumem_context_choose_driver(
     return UCS_OK;
 }
 
+/* Opens @a desc on the context's machine with its own settings, read from
+ * the environment for the open and released after it (the driver keeps
+ * what it needs of them) */
 static ucs_status_t
-uct_gpumem_context_open(const uct_gpumem_context_params_t *params,
+uct_gpumem_context_open_driver(uct_gpumem_context_t *context,
+                               const gpumem_driver_desc_t *desc)
+{
+    ucs_config_global_list_entry_t *entry = desc->config_entry;
+    void *config                          = NULL;
+    ucs_status_t status;
+
+    if (entry != NULL) {
+        config = ucs_malloc(entry->size, "gpumem_driver_config");
+        if (config == NULL) {
+            ucs_error("gpumem: failed to allocate the settings of the %s "
+                      "driver", desc->name);
+            return UCS_ERR_NO_MEMORY;
+        }
+
+        status = uct_gpumem_config_fill(config, entry);
+        if (status != UCS_OK) {
+            ucs_free(config);
+            return status;
+        }
+    }
+
+    status = desc->open(config, context->topo, &context->driver);
+    if (entry != NULL) {
+        ucs_config_parser_release_opts(config, entry->table);
+        ucs_free(config);
+    }
+    return status;
+}
+
+static ucs_status_t
+uct_gpumem_context_open(const uct_gpumem_settings_t *settings,
                         uct_gpumem_context_t **context_p)
 {
+    const gpumem_driver_desc_t *desc;
     gpumem_topo_params_t topo_params;
     uct_gpumem_driver_select_t driver;
     uct_gpumem_context_t *context;
@@ -220,35 +242,28 @@ uct_gpumem_context_open(const uct_gpumem_context_params_t *params,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gpumem_context_choose_driver(params->driver, &driver,
+    status = uct_gpumem_context_choose_driver(settings->driver, &driver,
                                               context->driver_why,
                                               sizeof(context->driver_why));
     if (status != UCS_OK) {
         goto err;
     }
 
-    /* The emu emulates the machine it is given, built in by default; the
-     * cuda driver's GPUs are those of the live machine */
-    topo_params.xml_path   = params->topo_xml;
-    topo_params.xml_buffer = ((params->topo_xml == NULL) &&
-                              (driver == UCT_GPUMEM_DRIVER_EMU)) ?
-                             gpumem_emu_builtin_topology : NULL;
-    topo_params.sysfs_root = params->sysfs_root;
-    topo_params.facts_path = params->topo_facts;
+    /* A driver emulates the machine it is given, or its own built in; the
+     * others' GPUs are those of the live machine */
+    desc                   = gpumem_driver_find(
+                                     uct_gpumem_driver_names[driver]);
+    topo_params.xml_path   = uct_gpumem_settings_path(settings->topo_xml);
+    topo_params.xml_buffer = (topo_params.xml_path == NULL) ?
+                             desc->builtin_topology : NULL;
+    topo_params.sysfs_root = uct_gpumem_settings_path(settings->sysfs_root);
+    topo_params.facts_path = uct_gpumem_settings_path(settings->topo_facts);
     status = gpumem_topo_load(&topo_params, &context->topo);
     if (status != UCS_OK) {
         goto err;
     }
 
-#ifdef HAVE_CUDA
-    if (driver == UCT_GPUMEM_DRIVER_CUDA) {
-        status = gpumem_cuda_open(context->topo, &context->driver);
-    } else
-#endif
-    {
-        status = gpumem_emu_open(&params->emu, context->topo,
-                                 &context->driver);
-    }
+    status = uct_gpumem_context_open_driver(context, desc);
     if (status != UCS_OK) {
         goto err;
     }
@@ -283,7 +298,7 @@ err:
     return status;
 }
 
-ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
+ucs_status_t uct_gpumem_context_get(const uct_gpumem_settings_t *settings,
                                     uct_gpumem_context_t **context_p)
 {
     ucs_status_t status = UCS_OK;
@@ -291,7 +306,7 @@ ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
     uct_gpumem_context_init_atfork();
     pthread_mutex_lock(&uct_gpumem_context_lock);
     if (uct_gpumem_context_instance == NULL) {
-        status = uct_gpumem_context_open(params,
+        status = uct_gpumem_context_open(settings,
                                          &uct_gpumem_context_instance);
     }
     if (status == UCS_OK) {

@@ -8,37 +8,12 @@
 #ifndef UCT_GPUMEM_CONTEXT_H_
 #define UCT_GPUMEM_CONTEXT_H_
 
-#include <uct/gpumem/driver/emu/emu.h>
+#include "gpumem_settings.h"
+
 #include <uct/gpumem/mem/gpumem_mem.h>
 #include <ucs/sys/topo/base/topo.h>
 
 BEGIN_C_DECLS
-
-/**
- * The driver of the process's GPUs (UCX_GPUMEM_DRIVER).
- */
-typedef enum {
-    UCT_GPUMEM_DRIVER_AUTO = 0,   /* cuda where a device answers, else emu */
-    UCT_GPUMEM_DRIVER_CUDA,
-    UCT_GPUMEM_DRIVER_EMU,
-    UCT_GPUMEM_DRIVER_LAST
-} uct_gpumem_driver_select_t;
-
-extern const char *uct_gpumem_driver_names[];
-
-
-/**
- * How the process's GPUs are found: the first user's settings win.
- */
-typedef struct uct_gpumem_context_params {
-    uct_gpumem_driver_select_t driver;
-    const char          *topo_xml;    /* NULL: the emu's built-in machine, or
-                                         the live machine for cuda */
-    const char          *sysfs_root;
-    const char          *topo_facts;
-    gpumem_emu_config_t emu;
-} uct_gpumem_context_params_t;
-
 
 typedef struct uct_gpumem_context {
     unsigned         refcount;
@@ -51,8 +26,9 @@ typedef struct uct_gpumem_context {
 } uct_gpumem_context_t;
 
 
-/* The process's context, opened by the first call */
-ucs_status_t uct_gpumem_context_get(const uct_gpumem_context_params_t *params,
+/* The process's context, opened by the first call with @a settings (the
+ * first user's settings win) */
+ucs_status_t uct_gpumem_context_get(const uct_gpumem_settings_t *settings,
                                     uct_gpumem_context_t **context_p);
 
 /* Makes the child of a fork leave its parent's context alone. A layer

@@ -12,7 +12,7 @@
 #include <common/log_capture.h>
 
 extern "C" {
-#include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/copy/copy_md.h>
 }
 
 #include <gpumem/gpumem.h>
@@ -44,8 +44,8 @@ protected:
         if (m_context != NULL) {
             uct_gpumem_context_put(m_context);
         }
-        if (m_config != NULL) {
-            uct_config_release(m_config);
+        if (m_has_settings) {
+            uct_gpumem_settings_release(&m_settings);
         }
         unsetenv("UCX_GPUMEM_EMU_BAR_SIZE");
         gpumem_test::reset_device_calls();
@@ -55,11 +55,9 @@ protected:
     /* The process's GPUs, with a BAR of @a bar_size (0: as large as VRAM) */
     void open_gpus(const char *bar_size = "0") {
         setenv("UCX_GPUMEM_EMU_BAR_SIZE", bar_size, 1);
-        ASSERT_EQ(UCS_OK, uct_md_config_read(&uct_gpumem_component, NULL,
-                                             NULL, &m_config));
-        uct_gpumem_md_context_params(
-                ucs_derived_of(m_config, uct_gpumem_md_config_t), &m_params);
-        ASSERT_EQ(UCS_OK, uct_gpumem_context_get(&m_params, &m_context));
+        ASSERT_EQ(UCS_OK, uct_gpumem_settings_read(&m_settings));
+        m_has_settings = true;
+        ASSERT_EQ(UCS_OK, uct_gpumem_context_get(&m_settings, &m_context));
     }
 
     void *alloc(gpumem_kind_t kind, size_t size) {
@@ -77,7 +75,7 @@ protected:
     /* Prepares @a length bytes at @a address into m_mem and m_memory */
     ucs_status_t open(uct_gpumem_ib_device_reg_t setting, void *address,
                       size_t length) {
-        return uct_gpumem_ib_device_mem_open(&m_params, setting, "nic0",
+        return uct_gpumem_ib_device_mem_open(&m_settings, setting, "nic0",
                                              address, length,
                                              UCS_LOG_LEVEL_ERROR, &m_mem,
                                              &m_memory);
@@ -118,8 +116,8 @@ protected:
     }
 
     gpumem_test::emu_env          m_emu;
-    uct_md_config_t               *m_config  = NULL;
-    uct_gpumem_context_params_t   m_params;
+    uct_gpumem_settings_t         m_settings;
+    bool                          m_has_settings = false;
     uct_gpumem_context_t          *m_context = NULL;
     std::vector<gpumem_region_t*> m_regions;
     uct_gpumem_ib_device_mem_t    *m_mem     = NULL;

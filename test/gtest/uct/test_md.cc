@@ -39,6 +39,15 @@ protected:
         modify("EMU_VRAM_SIZE", "64m");
     }
 
+    /* The GPUs' settings are the plugin's, from the environment, read by
+     * each memory domain's open */
+    void modify(const char *name, const std::string &value) {
+        std::string var = std::string("UCX_GPUMEM_") + name;
+
+        ASSERT_EQ(0, setenv(var.c_str(), value.c_str(), 1));
+        m_vars.push_back(var);
+    }
+
     virtual void TearDown() {
         if (m_md != NULL) {
             uct_md_close(m_md);
@@ -46,13 +55,11 @@ protected:
         if (m_config != NULL) {
             uct_config_release(m_config);
         }
+        for (const std::string &var : m_vars) {
+            unsetenv(var.c_str());
+        }
         /* The domains closed: nothing left shared */
         m_shm_dir.expect_empty("emu state");
-    }
-
-    void modify(const char *name, const std::string &value) {
-        ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_config, "GPUMEM_", name,
-                                                      value.c_str()));
     }
 
     void open() {
@@ -82,6 +89,7 @@ protected:
     uct_component_h       m_component = NULL;
     uct_md_config_t       *m_config   = NULL;
     uct_md_h              m_md        = NULL;
+    std::vector<std::string> m_vars;      /* Set by modify() */
 };
 
 
@@ -494,11 +502,7 @@ TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
 
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
                                          &rocm_config));
-    ASSERT_EQ(UCS_OK, gpumem_test::config_modify(rocm_config, "GPUMEM_",
-                                                 "MEM_TYPE", "rocm"));
-    ASSERT_EQ(UCS_OK, gpumem_test::config_modify(rocm_config, "GPUMEM_",
-                                                 "EMU_SHM_DIR",
-                                                 m_shm_dir.path().c_str()));
+    modify("MEM_TYPE", "rocm");
     ASSERT_EQ(UCS_OK, uct_md_open(m_component, "gpumem", rocm_config,
                                   &rocm_md));
     params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
@@ -521,6 +525,26 @@ TEST_F(md, memtype_cache_follows_free_and_reuse_with_another_type) {
 
 /* The interface configuration of @a tl, read through an MD of @a component
  * opened with the environment's settings */
+/* Opens and closes the memory domain of @a component */
+static ucs_status_t md_open_close(uct_component_h component)
+{
+    uct_md_config_t *config;
+    ucs_status_t status;
+    uct_md_h md;
+
+    status = uct_md_config_read(component, NULL, NULL, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_md_open(component, "gpumem", config, &md);
+    uct_config_release(config);
+    if (status == UCS_OK) {
+        uct_md_close(md);
+    }
+    return status;
+}
+
 static ucs_status_t md_config_read_iface(uct_component_h component,
                                          const char *tl)
 {
@@ -591,6 +615,9 @@ TEST(md_config, bad_values_are_refused_naming_the_variable) {
         setenv(var.c_str(), c.value, 1);
         if (c.tl != NULL) {
             status = md_config_read_iface(component, c.tl);
+        } else if (!strcmp(c.component, "gpumem")) {
+            /* The GPUs' settings are read by the open */
+            status = md_open_close(component);
         } else {
             status = uct_md_config_read(component, NULL, NULL, &config);
             if (status == UCS_OK) {

@@ -11,7 +11,7 @@
 
 #include <gpumem/gpumem.h>
 
-#include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/gpumem_context.h>
 #include <uct/gpumem/ipc/ipc_cache.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucm/gpumem/ucm_gpumem.h>
@@ -84,22 +84,17 @@ static void gpumem_api_atfork_register(void)
  * domain has them open, for the calls to hold (api lock held) */
 static ucs_status_t gpumem_api_context_open(void)
 {
-    uct_gpumem_context_params_t params;
-    uct_gpumem_md_config_t *config;
-    uct_md_config_t *md_config;
+    uct_gpumem_settings_t settings;
     ucs_status_t status;
 
-    status = uct_md_config_read(&uct_gpumem_component, NULL, NULL,
-                                &md_config);
+    status = uct_gpumem_settings_read(&settings);
     if (status != UCS_OK) {
         return status;
     }
 
-    config = ucs_derived_of(md_config, uct_gpumem_md_config_t);
-    uct_gpumem_md_context_params(config, &params);
-    gpumem_api_mem_type = config->mem_type;
-    status              = uct_gpumem_context_get(&params, &gpumem_api_open);
-    uct_config_release(md_config);
+    gpumem_api_mem_type = settings.mem_type;
+    status              = uct_gpumem_context_get(&settings, &gpumem_api_open);
+    uct_gpumem_settings_release(&settings);
     return status;
 }
 

@@ -397,6 +397,18 @@ ucs_status_t uct_gpumem_mpool_init(ucs_mpool_t *mp, size_t priv_size,
 #endif
 }
 
+ucs_status_t uct_gpumem_config_fill(void *opts,
+                                    ucs_config_global_list_entry_t *entry)
+{
+#ifdef HAVE_UCS_CONFIG_PARSER_FILL_OPTS_ENTRY
+    return ucs_config_parser_fill_opts(opts, entry, UCS_DEFAULT_ENV_PREFIX, 0);
+#else
+    return ucs_config_parser_fill_opts(opts, entry->table,
+                                       UCS_DEFAULT_ENV_PREFIX, entry->prefix,
+                                       0);
+#endif
+}
+
 void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
                                      const char *name)
 {

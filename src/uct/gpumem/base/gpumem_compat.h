@@ -21,7 +21,7 @@
 #include <ucs/datastruct/mpool.h>
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
-#include "gpumem_compat_ucs.h"
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 
 BEGIN_C_DECLS
 
@@ -514,6 +514,15 @@ ucs_status_t uct_gpumem_mpool_init(ucs_mpool_t *mp, size_t priv_size,
                                    size_t alignment, unsigned elems_per_chunk,
                                    unsigned max_elems, ucs_mpool_ops_t *ops,
                                    const char *name);
+
+
+/**
+ * Fill @a opts from the defaults and the environment (UCX_ and the table's
+ * prefix), as the global list @a entry describes them; a bad value is
+ * logged by UCS's parser, naming the variable.
+ */
+ucs_status_t uct_gpumem_config_fill(void *opts,
+                                    ucs_config_global_list_entry_t *entry);
 
 
 /**

@@ -11,7 +11,7 @@
 
 #include "gpumem_iface.h"
 #include "gpumem_compat.h"
-#include "gpumem_config.h"
+#include <uct/gpumem/util/gpumem_config.h>
 #include "gpumem_iface_params.h"
 
 #include <ucs/debug/log.h>

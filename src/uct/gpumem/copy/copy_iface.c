@@ -19,7 +19,7 @@
 
 #include "copy_iface.h"
 #include <uct/gpumem/base/gpumem_compat.h>
-#include <uct/gpumem/base/gpumem_config.h>
+#include <uct/gpumem/util/gpumem_config.h>
 #include "copy_ep.h"
 
 #include <uct/api/v2/uct_v2.h>

@@ -9,7 +9,7 @@
 #ifndef UCT_GPUMEM_COPY_IFACE_H_
 #define UCT_GPUMEM_COPY_IFACE_H_
 
-#include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/copy/copy_md.h>
 #include <uct/gpumem/base/gpumem_iface.h>
 
 

@@ -58,7 +58,7 @@ uct_gpumem_ib_device_memory(const gpumem_nic_export_t *nic_export,
 }
 
 ucs_status_t
-uct_gpumem_ib_device_mem_open(const uct_gpumem_context_params_t *params,
+uct_gpumem_ib_device_mem_open(const uct_gpumem_settings_t *settings,
                               uct_gpumem_ib_device_reg_t setting,
                               const char *nic, void *address, size_t length,
                               ucs_log_level_t log_level,
@@ -77,7 +77,7 @@ uct_gpumem_ib_device_mem_open(const uct_gpumem_context_params_t *params,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gpumem_context_get(params, &mem->context);
+    status = uct_gpumem_context_get(settings, &mem->context);
     if (status != UCS_OK) {
         goto err_free;
     }

@@ -53,7 +53,8 @@ typedef struct uct_gpumem_ib_device_mem {
  * @a address, as the dma-buf's iova says; the window's host pages the
  * caller registers under that address. The choice is logged at debug level.
  *
- * @param [in]  params     The process's GPUs (a reference is taken).
+ * @param [in]  settings   The settings the process's GPUs open with, where
+ *                         they are not open (a reference is taken).
  * @param [in]  setting    UCX_GPUMEM_IB_DEVICE_MEM_REG.
  * @param [in]  nic        The NIC's name, for logs.
  * @param [in]  address    First byte, a device address.
@@ -69,7 +70,7 @@ typedef struct uct_gpumem_ib_device_mem {
  *         driver's error when mapping the window fails.
  */
 ucs_status_t
-uct_gpumem_ib_device_mem_open(const uct_gpumem_context_params_t *params,
+uct_gpumem_ib_device_mem_open(const uct_gpumem_settings_t *settings,
                               uct_gpumem_ib_device_reg_t setting,
                               const char *nic, void *address, size_t length,
                               ucs_log_level_t log_level,

@@ -14,7 +14,7 @@
 #include <uct/gpumem/base/gpumem_compat.h>
 #include "ib_access.h"
 
-#include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/gpumem_context.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -231,7 +231,7 @@ uct_gpumem_ib_mem_reg_device(uct_gpumem_ib_md_t *md,
 {
     ucs_status_t status;
 
-    status = uct_gpumem_ib_device_mem_open(&md->gpus_params,
+    status = uct_gpumem_ib_device_mem_open(&md->gpus_settings,
                                            md->device_mem_reg,
                                            md->domain.name, address, length,
                                            params->super.log_level,
@@ -384,28 +384,25 @@ uct_gpumem_ib_rkey_release(uct_component_t UCS_V_UNUSED *component,
 }
 
 /* The process's GPUs, whose device memory the domain registers, as the
- * gpumem memory domain's settings (UCX_GPUMEM_*) select them: every user of
- * them shares one driver. Without them the domain registers host memory. */
+ * plugin's settings (UCX_GPUMEM_*) select them: every user of them shares
+ * one driver. Without them the domain registers host memory. */
 static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
 {
-    uct_gpumem_md_config_t *gpus_config;
+    const uct_gpumem_settings_t *settings = &md->gpus_settings;
     ucs_status_t status;
 
-    status = uct_md_config_read(&uct_gpumem_component, NULL, NULL,
-                                &md->gpus_config);
+    status = uct_gpumem_settings_read(&md->gpus_settings);
     if (status != UCS_OK) {
         ucs_diag("gpumem: %s: registers host memory only: the GPUs' settings "
                  "(UCX_GPUMEM_*) cannot be read: %s", md->domain.name,
                  ucs_status_string(status));
-        md->gpus_config = NULL;
         return;
     }
 
-    gpus_config = ucs_derived_of(md->gpus_config, uct_gpumem_md_config_t);
-    uct_gpumem_md_context_params(gpus_config, &md->gpus_params);
-    md->device_mem_type = gpus_config->mem_type;
+    md->has_settings    = 1;
+    md->device_mem_type = settings->mem_type;
 
-    status = uct_gpumem_context_get(&md->gpus_params, &md->gpus);
+    status = uct_gpumem_context_get(settings, &md->gpus);
     if (status != UCS_OK) {
         ucs_diag("gpumem: %s: registers host memory only: the process's GPUs "
                  "did not open: %s", md->domain.name,
@@ -414,20 +411,20 @@ static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
         return;
     }
 
-    uct_gpumem_ib_place_find(md->gpus->topo, gpus_config->alloc_gpu,
+    uct_gpumem_ib_place_find(md->gpus->topo, settings->alloc_gpu,
                              md->domain.name, &md->place);
     if (!md->place.dma_reaches) {
         ucs_diag("gpumem: %s does not reach the memory of GPU %u by DMA, and "
                  "is not offered for it: %s", md->domain.name,
-                 gpus_config->alloc_gpu, md->place.reason);
+                 settings->alloc_gpu, md->place.reason);
     } else if (md->place.known) {
         ucs_debug("gpumem: %s is NIC %u of GPU %u (%s, %u PCI links)",
-                  md->domain.name, md->place.rank, gpus_config->alloc_gpu,
+                  md->domain.name, md->place.rank, settings->alloc_gpu,
                   gpumem_topo_relation_name(md->place.relation),
                   md->place.hops);
     } else {
         ucs_debug("gpumem: %s: no place for GPU %u: %s", md->domain.name,
-                  gpus_config->alloc_gpu, md->place.reason);
+                  settings->alloc_gpu, md->place.reason);
     }
 }
 
@@ -436,8 +433,8 @@ static void uct_gpumem_ib_md_close_gpus(uct_gpumem_ib_md_t *md)
     if (md->gpus != NULL) {
         uct_gpumem_context_put(md->gpus);
     }
-    if (md->gpus_config != NULL) {
-        uct_config_release(md->gpus_config);
+    if (md->has_settings) {
+        uct_gpumem_settings_release(&md->gpus_settings);
     }
 }
 

@@ -50,13 +50,11 @@ typedef struct uct_gpumem_ib_md {
                                                           dma-buf through its
                                                           host pages */
 
-    /* Device memory: the process's GPUs as the gpumem memory domain's
-     * settings (UCX_GPUMEM_*) select them, or NULL where they did not
-     * open */
+    /* Device memory: the process's GPUs as the plugin's settings
+     * (UCX_GPUMEM_*) select them, or NULL where they did not open */
     uct_gpumem_context_t        *gpus;
-    uct_md_config_t             *gpus_config;   /* Holds the strings of
-                                                   gpus_params */
-    uct_gpumem_context_params_t gpus_params;
+    uct_gpumem_settings_t       gpus_settings;
+    int                         has_settings;   /* gpus_settings were read */
     ucs_memory_type_t           device_mem_type;
     uct_gpumem_ib_device_reg_t  device_mem_reg;
     uct_gpumem_ib_place_t       place;          /* For the process's GPU

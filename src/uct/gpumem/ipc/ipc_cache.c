@@ -150,7 +150,7 @@ static void uct_gpumem_ipc_cache_start_sweep(uct_gpumem_ipc_cache_t *cache,
 }
 
 ucs_status_t uct_gpumem_ipc_cache_create(
-        const uct_gpumem_context_params_t *params, unsigned gpu,
+        const uct_gpumem_settings_t *settings, unsigned gpu,
         unsigned max_idle, ucs_time_t sweep_interval,
         uct_gpumem_ipc_cache_t **cache_p)
 {
@@ -163,7 +163,7 @@ ucs_status_t uct_gpumem_ipc_cache_create(
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gpumem_context_get(params, &cache->context);
+    status = uct_gpumem_context_get(settings, &cache->context);
     if (status != UCS_OK) {
         goto err_free;
     }

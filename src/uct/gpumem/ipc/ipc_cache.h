@@ -58,7 +58,7 @@ typedef struct uct_gpumem_ipc_stats {
  * whose owner is gone.
  */
 ucs_status_t uct_gpumem_ipc_cache_create(
-        const uct_gpumem_context_params_t *params, unsigned gpu,
+        const uct_gpumem_settings_t *settings, unsigned gpu,
         unsigned max_idle, ucs_time_t sweep_interval,
         uct_gpumem_ipc_cache_t **cache_p);
 

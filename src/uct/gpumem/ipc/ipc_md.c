@@ -17,10 +17,10 @@
 
 #include "ipc_md.h"
 #include <uct/gpumem/base/gpumem_compat.h>
-#include <uct/gpumem/base/gpumem_config.h>
+#include <uct/gpumem/util/gpumem_config.h>
 #include "ipc_reach.h"
 
-#include <uct/gpumem/gpumem_md.h>
+#include <uct/gpumem/gpumem_context.h>
 #include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -264,9 +264,7 @@ uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
             ucs_derived_of(uct_component, uct_gpumem_ipc_component_t);
     const uct_gpumem_ipc_md_config_t *md_config =
             ucs_derived_of(uct_md_config, uct_gpumem_ipc_md_config_t);
-    uct_gpumem_context_params_t params;
-    uct_gpumem_md_config_t *gpus_config;
-    uct_md_config_t *gpus_md_config;
+    uct_gpumem_settings_t settings;
     uct_gpumem_ipc_md_t *md;
     ucs_status_t status;
 
@@ -277,18 +275,15 @@ uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
     }
 
     /* The first domain opens the process's cache, with the GPUs of the
-     * gpumem domain's settings */
-    status = uct_md_config_read(&uct_gpumem_component, NULL, NULL,
-                                &gpus_md_config);
+     * plugin's settings */
+    status = uct_gpumem_settings_read(&settings);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    gpus_config = ucs_derived_of(gpus_md_config, uct_gpumem_md_config_t);
     pthread_mutex_lock(&component->lock);
     if (component->cache == NULL) {
-        uct_gpumem_md_context_params(gpus_config, &params);
-        status = uct_gpumem_ipc_cache_create(&params, gpus_config->alloc_gpu,
+        status = uct_gpumem_ipc_cache_create(&settings, settings.alloc_gpu,
                                              md_config->cache_max_idle,
                                              md_config->cache_sweep,
                                              &component->cache);
@@ -298,8 +293,8 @@ uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
         md->cache = component->cache;
     }
     pthread_mutex_unlock(&component->lock);
-    md->mem_type = gpus_config->mem_type;
-    uct_config_release(gpus_md_config);
+    md->mem_type = settings.mem_type;
+    uct_gpumem_settings_release(&settings);
     if (status != UCS_OK) {
         goto err_free;
     }

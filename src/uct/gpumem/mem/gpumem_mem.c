@@ -24,7 +24,7 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
 #include <string.h>

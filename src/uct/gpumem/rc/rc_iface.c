@@ -18,7 +18,7 @@
 #include "rc_iface.h"
 #include <uct/gpumem/base/gpumem_iface_params.h>
 #include <uct/gpumem/base/gpumem_compat.h>
-#include <uct/gpumem/base/gpumem_config.h>
+#include <uct/gpumem/util/gpumem_config.h>
 #include "rc_ep.h"
 
 #include <uct/api/v2/uct_v2.h>

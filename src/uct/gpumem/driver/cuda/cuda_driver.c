@@ -12,7 +12,7 @@
 #include "cuda_int.h"
 
 #include <ucs/debug/memtrack_int.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
 #include <stdio.h>
 #include <stdlib.h>

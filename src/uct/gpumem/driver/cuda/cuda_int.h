@@ -14,7 +14,7 @@
 #include <ucs/datastruct/list.h>
 #include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <inttypes.h>
 #include <pthread.h>
 

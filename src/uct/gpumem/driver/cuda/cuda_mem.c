@@ -14,7 +14,7 @@
 
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/memtrack_int.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
 #include <errno.h>
 #include <string.h>

@@ -12,8 +12,9 @@
 #include "emu_state.h"
 
 #include <ucs/debug/memtrack_int.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 
@@ -351,7 +352,7 @@ ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
 
     driver->super.ops       = &gpumem_emu_ops;
     driver->num_gpus        = topo->num_gpus;
-    driver->copy_inline_max = config->copy_inline_max;
+    driver->copy_inline_max = ucs_min(config->copy_inline_max, UINT_MAX);
     pthread_mutex_init(&driver->host_lock, NULL);
     ucs_strncpy_zero(driver->shm_dir, shm_dir, sizeof(driver->shm_dir));
 

@@ -9,6 +9,7 @@
 #define GPUMEM_EMU_H_
 
 #include <uct/gpumem/driver/gpumem_driver.h>
+#include <ucs/config/parser.h>
 
 BEGIN_C_DECLS
 
@@ -21,8 +22,11 @@ typedef struct gpumem_emu_config {
     size_t     bar_size;    /* Per GPU; 0: as large as VRAM */
     const char *shm_dir;    /* Where the GPUs' shared allocator state lives
                                (VRAM itself is a memfd); NULL: the default */
-    unsigned   copy_inline_max; /* Copies up to this size complete inline */
+    size_t     copy_inline_max; /* Copies up to this size complete inline */
 } gpumem_emu_config_t;
+
+/* The settings' table (UCX_GPUMEM_EMU_*), for UCS's global list */
+extern ucs_config_global_list_entry_t gpumem_emu_config_entry;
 
 
 /* Defaults of the settings, for the configuration table. VRAM is sparse:

@@ -11,7 +11,7 @@
 
 #include "emu_int.h"
 
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
 #include <string.h>
 

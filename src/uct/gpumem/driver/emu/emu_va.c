@@ -19,7 +19,7 @@
 #include "emu_int.h"
 
 #include <ucs/debug/memtrack_int.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <sys/mman.h>
 #include <errno.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
 #include "emu_state.h"
 
 #include <ucs/debug/memtrack_int.h>
-#include <uct/gpumem/base/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

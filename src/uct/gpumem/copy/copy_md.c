@@ -1,7 +1,7 @@
 /**
- * gpumem: the GPU memory domain: open, query, close, and device memory:
- * allocation, detection and queries; registration and keys as the copy
- * transport (copy/) needs them.
+ * gpumem copy transport: its memory domain, the gpumem component's: open,
+ * query, close, and device memory: allocation, detection and queries;
+ * registration and keys as the copy transport needs them.
  *
  * See file LICENSE for terms.
  */
@@ -10,9 +10,8 @@
 #  include "config.h"
 #endif
 
-#include "gpumem_md.h"
-#include "base/gpumem_compat.h"
-#include "base/gpumem_config.h"
+#include "copy_md.h"
+#include <uct/gpumem/base/gpumem_compat.h>
 
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <uct/gpumem/mem/gpumem_nic.h>
@@ -27,72 +26,6 @@ static ucs_config_field_t uct_gpumem_md_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_gpumem_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
-
-    {"DRIVER", "auto",
-     "The driver of the GPUs:\n"
-     " auto - cuda where libcuda.so.1 opens and a device answers, else emu\n"
-     "        (the reason is logged at info level).\n"
-     " cuda - NVIDIA GPUs through the CUDA driver API; an error where none.\n"
-     " emu  - a software GPU that emulates the machine of TOPO_XML.",
-     ucs_offsetof(uct_gpumem_md_config_t, driver),
-     UCS_CONFIG_TYPE_ENUM(uct_gpumem_driver_names)},
-
-    {"TOPO_XML", "",
-     "hwloc XML export of the machine whose GPUs and NICs to use (as written\n"
-     "by 'lstopo file.xml'); the emu driver emulates its GPUs. Empty: the emu\n"
-     "driver's built-in machine, two GPUs under one PCIe switch and a NIC;\n"
-     "the cuda driver's live machine.",
-     ucs_offsetof(uct_gpumem_md_config_t, topo_xml), UCS_CONFIG_TYPE_STRING},
-
-    {"SYSFS_ROOT", "/sys",
-     "Root of the sysfs tree from which the facts that hwloc does not carry\n"
-     "are read: PCI ACS control bits, IOMMU groups and BAR sizes.",
-     ucs_offsetof(uct_gpumem_md_config_t, sysfs_root),
-     UCS_CONFIG_TYPE_STRING},
-
-    {"TOPO_FACTS", "",
-     "Topology facts saved once by an administrator with\n"
-     "'gpumem_topo --save-facts FILE' (run as root, who can read the PCI\n"
-     "configuration space), applied over what this process can read.",
-     ucs_offsetof(uct_gpumem_md_config_t, topo_facts),
-     UCS_CONFIG_TYPE_STRING},
-
-    {"MEM_TYPE", "cuda",
-     "The memory type UCX sees for gpumem device memory, so that UCX's GPU\n"
-     "protocols and 'ucx_perftest -m' apply to it: cuda or rocm.",
-     ucs_offsetof(uct_gpumem_md_config_t, mem_type),
-     UCS_CONFIG_TYPE_ENUM(ucs_memory_type_names)},
-
-    {"ALLOC_GPU", "0",
-     "Index of the GPU (in PCI address order) on which the memory domain\n"
-     "allocates device memory.",
-     ucs_offsetof(uct_gpumem_md_config_t, alloc_gpu), UCT_GPUMEM_CONFIG_TYPE_COUNT},
-
-    {"EMU_VRAM_SIZE", "1g",
-     "emu driver (a software GPU): memory of each emulated GPU where the\n"
-     "topology gives none. Shared by the processes of the machine; an\n"
-     "untouched byte costs no memory.",
-     ucs_offsetof(uct_gpumem_md_config_t, emu.vram_size),
-     UCT_GPUMEM_CONFIG_TYPE_SIZE},
-
-    {"EMU_BAR_SIZE", "0",
-     "emu driver: size of each emulated GPU's memory BAR, through which the\n"
-     "process and other PCI functions reach its memory; 0: as large as its\n"
-     "memory.",
-     ucs_offsetof(uct_gpumem_md_config_t, emu.bar_size),
-     UCT_GPUMEM_CONFIG_TYPE_SIZE},
-
-    {"EMU_SHM_DIR", GPUMEM_EMU_DEFAULT_SHM_DIR,
-     "emu driver: directory of the shared state of the emulated GPUs, which\n"
-     "every process of the machine (same user) opens.",
-     ucs_offsetof(uct_gpumem_md_config_t, emu.shm_dir),
-     UCS_CONFIG_TYPE_STRING},
-
-    {"EMU_COPY_INLINE_MAX", "8k",
-     "emu driver: copies of up to this size complete inline; larger ones\n"
-     "complete asynchronously, as a copy engine's do.",
-     ucs_offsetof(uct_gpumem_md_config_t, emu.copy_inline_max),
-     UCT_GPUMEM_CONFIG_TYPE_SIZE},
 
     {NULL}
 };
@@ -363,75 +296,52 @@ static uct_md_ops_t uct_gpumem_md_ops = {
     UCT_GPUMEM_MD_OPS_COMPAT
 };
 
-static const char *uct_gpumem_md_config_path(const char *value)
-{
-    return (value[0] == '\0') ? NULL : value;
-}
-
-void uct_gpumem_md_context_params(const uct_gpumem_md_config_t *md_config,
-                                  uct_gpumem_context_params_t *params)
-{
-    params->driver              = md_config->driver;
-    params->topo_xml            = uct_gpumem_md_config_path(
-                                          md_config->topo_xml);
-    params->sysfs_root          = uct_gpumem_md_config_path(
-                                          md_config->sysfs_root);
-    params->topo_facts          = uct_gpumem_md_config_path(
-                                          md_config->topo_facts);
-    params->emu.vram_size       = md_config->emu.vram_size;
-    params->emu.bar_size        = md_config->emu.bar_size;
-    params->emu.shm_dir         = md_config->emu.shm_dir;
-    params->emu.copy_inline_max = md_config->emu.copy_inline_max;
-}
-
 static ucs_status_t
 uct_gpumem_md_open(uct_component_t *component, const char *md_name,
-                   const uct_md_config_t *uct_md_config, uct_md_h *md_p)
+                   const uct_md_config_t UCS_V_UNUSED *md_config,
+                   uct_md_h *md_p)
 {
-    const uct_gpumem_md_config_t *md_config =
-            ucs_derived_of(uct_md_config, uct_gpumem_md_config_t);
-    uct_gpumem_context_params_t params;
+    uct_gpumem_settings_t settings;
     uct_gpumem_md_t *md;
     ucs_status_t status;
 
-    if ((md_config->mem_type != UCS_MEMORY_TYPE_CUDA) &&
-        (md_config->mem_type != UCS_MEMORY_TYPE_ROCM)) {
-        ucs_error("gpumem: UCX_GPUMEM_MEM_TYPE=%s: device memory is seen as "
-                  "cuda or rocm",
-                  ucs_memory_type_names[md_config->mem_type]);
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_gpumem_settings_read(&settings);
+    if (status != UCS_OK) {
+        return status;
     }
 
     md = ucs_calloc(1, sizeof(*md), "uct_gpumem_md_t");
     if (md == NULL) {
         ucs_error("gpumem: failed to allocate memory domain %s", md_name);
-        return UCS_ERR_NO_MEMORY;
+        status = UCS_ERR_NO_MEMORY;
+        goto out;
     }
 
-    uct_gpumem_md_context_params(md_config, &params);
-    status = uct_gpumem_context_get(&params, &md->context);
+    status = uct_gpumem_context_get(&settings, &md->context);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    if (md_config->alloc_gpu >= md->context->num_gpus) {
+    if (settings.alloc_gpu >= md->context->num_gpus) {
         ucs_error("gpumem: UCX_GPUMEM_ALLOC_GPU=%u but the machine has %u "
-                  "GPUs", md_config->alloc_gpu, md->context->num_gpus);
+                  "GPUs", settings.alloc_gpu, md->context->num_gpus);
         status = UCS_ERR_INVALID_PARAM;
         goto err_put;
     }
 
     md->super.ops       = &uct_gpumem_md_ops;
     md->super.component = component;
-    md->mem_type        = md_config->mem_type;
-    md->alloc_gpu       = md_config->alloc_gpu;
+    md->mem_type        = settings.mem_type;
+    md->alloc_gpu       = settings.alloc_gpu;
     *md_p               = &md->super;
-    return UCS_OK;
+    goto out;
 
 err_put:
     uct_gpumem_context_put(md->context);
 err_free:
     ucs_free(md);
+out:
+    uct_gpumem_settings_release(&settings);
     return status;
 }
 

@@ -1,0 +1,49 @@
+/**
+ * gpumem drivers: the table of the drivers this build has, each with how
+ * it is probed and opened and its own settings, so that the layers above
+ * choose and open a driver by name and see none of a driver's types.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_DRIVERS_H_
+#define GPUMEM_DRIVERS_H_
+
+#include <uct/gpumem/driver/gpumem_driver.h>
+#include <ucs/config/parser.h>
+
+BEGIN_C_DECLS
+
+typedef struct gpumem_driver_desc {
+    const char                     *name;   /* As UCX_GPUMEM_DRIVER names it */
+
+    /* Whether the driver finds GPUs on this machine: UCS_OK, or a status
+     * and why not in @a why_buf, in one phrase; nothing is logged */
+    ucs_status_t                   (*probe)(char *why_buf, size_t max);
+
+    /* Opens the driver on @a topo with @a config, its settings (read from
+     * config_entry; NULL where it has none) */
+    ucs_status_t                   (*open)(const void *config,
+                                           gpumem_topo_t *topo,
+                                           gpumem_driver_t **driver_p);
+
+    /* The machine it emulates where no topology is given (an hwloc XML
+     * document); NULL: the live machine's */
+    const char                     *builtin_topology;
+
+    /* Its settings in UCS's global list (UCX_GPUMEM_<NAME>_*), or NULL */
+    ucs_config_global_list_entry_t *config_entry;
+} gpumem_driver_desc_t;
+
+
+/* The drivers, in the order "auto" tries them, NULL-terminated: cuda
+ * (where cuda.h was found at build time; its probe says so otherwise),
+ * then the emu, which is always there */
+extern const gpumem_driver_desc_t *const gpumem_drivers[];
+
+/* The driver of that name, or NULL */
+const gpumem_driver_desc_t *gpumem_driver_find(const char *name);
+
+END_C_DECLS
+
+#endif
