@@ -118,6 +118,11 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [int (*f)(const uct_iface_h, const uct_iface_is_reachable_params_t*) =
              uct_iface_scope_is_reachable; (void)f;])
 
+    dnl Interface memory pools
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_IFACE_MPOOL_CONFIG_MAX_CHUNK_SIZE],
+        [interface memory pools are configured with a chunk size and growth],
+        gpumem_iface_h, [uct_iface_mpool_config_t], [max_chunk_size])
+
     dnl Interface internal ops UCP calls without a NULL check
     m4_foreach([gpumem_op], [[iface_query_v2], [ep_connect_to_ep_v2],
                              [iface_is_reachable_v2], [ep_is_connected],

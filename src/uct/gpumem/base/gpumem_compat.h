@@ -506,6 +506,26 @@ ucs_status_t uct_gpumem_iface_mem_element_pack_unsupported(
 
 
 /**
+ * The settings of an interface's memory pool of registered buffers
+ * (uct_iface_mpool_init), _prefix "MAX_BUFS" and _prefix "BUFS_GROW", with
+ * UCX's help text. UCX 1.16 and later add the largest chunk and its growth
+ * (_prefix "MAX_CHUNK_SIZE", _prefix "GROW_FACTOR"); they take the values
+ * of ucs_mpool_params_reset().
+ */
+#ifdef HAVE_UCT_IFACE_MPOOL_CONFIG_MAX_CHUNK_SIZE
+#  define UCT_GPUMEM_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _dfl_max, _dfl_grow, \
+                                             _mp_name, _offset, _desc) \
+    UCT_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _dfl_max, _dfl_grow, 128m, 1.0, \
+                                  _mp_name, _offset, _desc)
+#else
+#  define UCT_GPUMEM_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _dfl_max, _dfl_grow, \
+                                             _mp_name, _offset, _desc) \
+    UCT_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _dfl_max, _dfl_grow, _mp_name, \
+                                  _offset, _desc)
+#endif
+
+
+/**
  * A memory pool of fixed-size elements, as ucs_mpool_init() of every
  * version makes it.
  */
