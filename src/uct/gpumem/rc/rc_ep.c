@@ -613,6 +613,11 @@ static ucs_status_t uct_gpumem_rc_ep_zcopy(uct_gpumem_rc_ep_t *ep,
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
+/* UCT's put short takes host memory: the device copies the bytes from the
+ * request, which the CPU writes. UCP gives it host memory only (its
+ * protocols choose put short by the memory type; UCX 1.13's first ones
+ * take host memory for RMA: README, gpumem_rc), and device memory goes by
+ * zero-copy, so the buffer is not looked up here. */
 ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                         unsigned length, uint64_t remote_addr,
                                         uct_rkey_t rkey)
@@ -626,16 +631,6 @@ ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     ucs_status_t status;
 
     UCT_GPUMEM_CHECK_LENGTH(length, iface->config.max_inline, "put_short");
-
-    /* The CPU reads the bytes of an inline request: device memory, which
-     * it cannot read, goes by zero-copy */
-    if ((iface->md->gpus != NULL) &&
-        (uct_gpumem_context_find_gpu(iface->md->gpus, (void*)buffer) >= 0)) {
-        ucs_error("gpumem_rc: put short of %u bytes from device memory at "
-                  "%p: the CPU cannot read them; use put zcopy", length,
-                  buffer);
-        return UCS_ERR_UNSUPPORTED;
-    }
 
     status = uct_gpumem_rc_ep_can_post(iface, ep);
     if (status != UCS_OK) {
