@@ -470,15 +470,27 @@ static ucs_status_t uct_gpumem_rc_iface_fence(uct_iface_h tl_iface,
 {
     uct_gpumem_rc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gpumem_rc_iface_t);
+    ucs_status_t status          = UCS_OK;
     uct_gpumem_rc_ep_t *ep;
+    ucs_status_t ep_status;
 
+    /* Every endpoint is fenced that can be; the first that cannot (its
+     * read-back found no room) tells, and a call again fences it then */
     ucs_list_for_each(ep, &iface->eps, list) {
-        if (!ep->destroyed) {
-            (void)uct_gpumem_rc_ep_fence(&ep->super.super, flags);
+        if (ep->destroyed) {
+            continue;
+        }
+
+        ep_status = uct_gpumem_rc_ep_fence(&ep->super.super, flags);
+        if ((ep_status != UCS_OK) && (status == UCS_OK)) {
+            status = ep_status;
         }
     }
-    UCT_TL_IFACE_STAT_FENCE(&iface->super);
-    return UCS_OK;
+
+    if (status == UCS_OK) {
+        UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    }
+    return status;
 }
 
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_rc_iface_t)(uct_iface_t*);
