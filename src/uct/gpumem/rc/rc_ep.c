@@ -613,6 +613,36 @@ static ucs_status_t uct_gpumem_rc_ep_zcopy(uct_gpumem_rc_ep_t *ep,
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
+/* Post @a length bytes of the bounce buffer @a desc: an RDMA WRITE of what
+ * was packed into it, or an RDMA READ into it, whose bytes @a unpack_cb
+ * takes at completion; on failure @a desc goes back */
+static ucs_status_t
+uct_gpumem_rc_ep_post_desc(uct_gpumem_rc_iface_t *iface,
+                           uct_gpumem_rc_ep_t *ep, enum ibv_wr_opcode opcode,
+                           uct_gpumem_rc_desc_t *desc, size_t length,
+                           uint64_t remote_addr, uint32_t rkey,
+                           uct_unpack_callback_t unpack_cb, void *unpack_arg,
+                           uct_completion_t *comp)
+{
+    uct_gpumem_rc_op_t *op;
+    struct ibv_sge sge;
+
+    op = uct_gpumem_rc_ep_op_get(iface, ep, opcode, remote_addr, length, rkey,
+                                 comp);
+    if (op == NULL) {
+        ucs_mpool_put(desc);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    op->desc       = desc;
+    op->unpack_cb  = unpack_cb;
+    op->unpack_arg = unpack_arg;
+    sge.addr       = (uintptr_t)desc->data;
+    sge.length     = length;
+    sge.lkey       = desc->lkey;
+    return uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+}
+
 /* UCT's put short takes host memory: the device copies the bytes from the
  * request, which the CPU writes. UCP gives it host memory only (its
  * protocols choose put short by the memory type; UCX 1.13's first ones
@@ -667,8 +697,6 @@ ssize_t uct_gpumem_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
     const gpumem_reg_remote_view_t *remote = (const void*)rkey;
     uct_gpumem_rc_desc_t *desc;
-    uct_gpumem_rc_op_t *op;
-    struct ibv_sge sge;
     ucs_status_t status;
     size_t length;
 
@@ -691,18 +719,9 @@ ssize_t uct_gpumem_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return status;
     }
 
-    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_WRITE, remote_addr,
-                                 length, remote->rkey, NULL);
-    if (op == NULL) {
-        ucs_mpool_put(desc);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    op->desc   = desc;
-    sge.addr   = (uintptr_t)desc->data;
-    sge.length = length;
-    sge.lkey   = desc->lkey;
-    status     = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+    status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_WRITE, desc,
+                                        length, remote_addr, remote->rkey,
+                                        NULL, NULL, NULL);
     if (status != UCS_OK) {
         return status;
     }
@@ -722,8 +741,6 @@ ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
     uct_gpumem_rc_iface_t *iface           = uct_gpumem_rc_ep_iface(ep);
     const gpumem_reg_remote_view_t *remote = (const void*)rkey;
     uct_gpumem_rc_desc_t *desc;
-    uct_gpumem_rc_op_t *op;
-    struct ibv_sge sge;
     ucs_status_t status;
 
     UCT_GPUMEM_CHECK_LENGTH(length, iface->config.seg_size, "get_bcopy");
@@ -744,20 +761,9 @@ ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_NO_MEMORY;
     }
 
-    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_READ, remote_addr,
-                                 length, remote->rkey, comp);
-    if (op == NULL) {
-        ucs_mpool_put(desc);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    op->desc       = desc;
-    op->unpack_cb  = unpack_cb;
-    op->unpack_arg = arg;
-    sge.addr       = (uintptr_t)desc->data;
-    sge.length     = length;
-    sge.lkey       = desc->lkey;
-    status         = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+    status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_READ, desc,
+                                        length, remote_addr, remote->rkey,
+                                        unpack_cb, arg, comp);
     if (status != UCS_OK) {
         return status;
     }
@@ -942,8 +948,6 @@ static ucs_status_t uct_gpumem_rc_ep_read_back(uct_gpumem_rc_iface_t *iface,
                                                uct_gpumem_rc_ep_t *ep)
 {
     uct_gpumem_rc_desc_t *desc;
-    uct_gpumem_rc_op_t *op;
-    struct ibv_sge sge;
     ucs_status_t status;
 
     status = uct_gpumem_rc_ep_can_post(iface, ep);
@@ -957,18 +961,9 @@ static ucs_status_t uct_gpumem_rc_ep_read_back(uct_gpumem_rc_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
 
-    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_READ, ep->last_write,
-                                 1, ep->last_rkey, NULL);
-    if (op == NULL) {
-        ucs_mpool_put(desc);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    op->desc   = desc;
-    sge.addr   = (uintptr_t)desc->data;
-    sge.length = 1;
-    sge.lkey   = desc->lkey;
-    status     = uct_gpumem_rc_ep_post(iface, ep, op, &sge, 1, 0);
+    status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_READ, desc, 1,
+                                        ep->last_write, ep->last_rkey, NULL,
+                                        NULL, NULL);
     if (status != UCS_OK) {
         return status;
     }
