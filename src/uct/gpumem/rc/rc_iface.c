@@ -725,6 +725,159 @@ uct_gpumem_rc_iface_port_init(uct_gpumem_rc_iface_t *iface,
     return UCS_OK;
 }
 
+/* What the interface is opened on: a port of this domain's device, in
+ * device mode, with an AM alignment it can keep */
+static ucs_status_t
+uct_gpumem_rc_iface_check_params(uct_gpumem_rc_iface_t *iface,
+                                 const uct_iface_params_t *params)
+{
+    ucs_status_t status;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("gpumem_rc: opens on a device port only");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_gpumem_rc_iface_parse_port(iface->md,
+                                            params->mode.device.dev_name,
+                                            &iface->port_num);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return uct_gpumem_iface_check_am_alignment(params, UCT_GPUMEM_RC_TL_NAME);
+}
+
+/* Settings no device could take */
+static ucs_status_t
+uct_gpumem_rc_iface_check_config(const uct_gpumem_rc_iface_config_t *config)
+{
+    if ((config->tx_queue_len == 0) || (config->cq_len == 0) ||
+        (config->seg_size == 0)) {
+        ucs_error("gpumem_rc: TX_QUEUE_LEN, CQ_LEN and SEG_SIZE must not be "
+                  "0");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+/* What the queue pairs are made with: sizes as the device allows them, and
+ * the times, retries and path of their connections */
+static void
+uct_gpumem_rc_iface_qp_config_init(uct_gpumem_rc_iface_t *iface,
+                                   const uct_gpumem_rc_iface_config_t *config,
+                                   const struct ibv_device_attr *dev_attr)
+{
+    iface->max_sge                   = ucs_min(dev_attr->max_sge,
+                                               UCT_GPUMEM_RC_SGE_MAX);
+    if (config->max_sge != UCS_ULUNITS_AUTO) {
+        iface->max_sge               = ucs_max(ucs_min(iface->max_sge,
+                                                       config->max_sge), 1);
+    }
+    iface->config.tx_queue_len       = ucs_min(config->tx_queue_len,
+                                               (unsigned)dev_attr->max_qp_wr);
+    iface->config.max_poll           = ucs_max(config->max_poll, 1);
+    iface->config.seg_size           = config->seg_size;
+    iface->config.max_inline         = config->max_inline;
+    iface->config.timeout            = uct_gpumem_rc_timeout_exp(
+                                               config->timeout);
+    iface->config.retry_count        = ucs_min(config->retry_count, 7);
+    iface->config.max_rd_atomic      = ucs_min(config->max_rd_atomic,
+                                         dev_attr->max_qp_init_rd_atom);
+    iface->config.max_dest_rd_atomic = ucs_min(config->max_rd_atomic,
+                                               dev_attr->max_qp_rd_atom);
+}
+
+/* What UCP expects of the port: its rate and latency, less the farther the
+ * NIC from the process's GPU */
+static void
+uct_gpumem_rc_iface_perf_init(uct_gpumem_rc_iface_t *iface,
+                              const uct_gpumem_rc_iface_config_t *config)
+{
+    int bw_auto = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth);
+    double bandwidth;
+
+    iface->config.perf.latency   = config->latency;
+    iface->config.perf.overhead  = config->overhead;
+    iface->config.perf.shared    = 0;
+    iface->config.perf.bandwidth = bw_auto ?
+                                   uct_gpumem_rc_port_bandwidth(
+                                           iface->port_attr.active_width,
+                                           iface->port_attr.active_speed) :
+                                   config->bandwidth;
+    if (iface->config.perf.bandwidth <= 0) {
+        /* A port that reports no known rate: as an SDR 1x one */
+        iface->config.perf.bandwidth = uct_gpumem_rc_port_bandwidth(1, 1);
+    }
+
+    /* So that each GPU's bytes go by its nearest NIC; a configured
+     * bandwidth stays as it is */
+    uct_gpumem_ib_place_estimates(&iface->md->place,
+                                  iface->config.perf.bandwidth,
+                                  iface->config.perf.latency,
+                                  bw_auto ? &iface->config.perf.bandwidth :
+                                            &bandwidth,
+                                  &iface->config.perf.latency);
+}
+
+static ucs_status_t
+uct_gpumem_rc_iface_cq_create(uct_gpumem_rc_iface_t *iface,
+                              const uct_gpumem_rc_iface_config_t *config,
+                              const struct ibv_device_attr *dev_attr)
+{
+    unsigned cq_len = ucs_min(config->cq_len, (unsigned)dev_attr->max_cqe);
+
+    iface->cq = ibv_create_cq(iface->md->context, cq_len, NULL, NULL, 0);
+    if (iface->cq == NULL) {
+        ucs_error("gpumem_rc: %s: ibv_create_cq(%u) failed: %s",
+                  iface->md->domain.name, cq_len, strerror(errno));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    iface->cq_available = cq_len;
+    return UCS_OK;
+}
+
+/* The operations in flight, and the bounce buffers of bcopy */
+static ucs_status_t
+uct_gpumem_rc_iface_mpools_init(uct_gpumem_rc_iface_t *iface,
+                                const uct_gpumem_rc_iface_config_t *config)
+{
+    ucs_status_t status;
+
+    status = uct_gpumem_mpool_init(&iface->op_mp, 0,
+                                   sizeof(uct_gpumem_rc_op_t), 0,
+                                   UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
+                                   &uct_gpumem_rc_op_mpool_ops,
+                                   "gpumem_rc_ops");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gpumem_mpool_init(&iface->desc_mp, sizeof(iface),
+                                   sizeof(uct_gpumem_rc_desc_t) +
+                                           config->seg_size,
+                                   sizeof(uct_gpumem_rc_desc_t),
+                                   UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
+                                   &uct_gpumem_rc_desc_mpool_ops,
+                                   "gpumem_rc_descs");
+    if (status != UCS_OK) {
+        ucs_mpool_cleanup(&iface->op_mp, 1);
+        return status;
+    }
+
+    *(uct_gpumem_rc_iface_t**)ucs_mpool_priv(&iface->desc_mp) = iface;
+    return UCS_OK;
+}
+
+static void uct_gpumem_rc_iface_mpools_cleanup(uct_gpumem_rc_iface_t *iface)
+{
+    ucs_mpool_cleanup(&iface->desc_mp, 1);
+    ucs_mpool_cleanup(&iface->op_mp, 1);
+}
+
 static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -733,8 +886,6 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     const uct_gpumem_rc_iface_config_t *config =
             ucs_derived_of(tl_config, uct_gpumem_rc_iface_config_t);
     struct ibv_device_attr dev_attr;
-    double bandwidth;
-    unsigned cq_len;
     ucs_status_t status;
     int ret;
 
@@ -745,31 +896,17 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
                               UCS_STATS_ARG(UCT_GPUMEM_RC_TL_NAME));
 
     self->md = ucs_derived_of(md, uct_gpumem_ib_md_t);
+    ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->pending_eps);
 
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("gpumem_rc: opens on a device port only");
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    status = uct_gpumem_rc_iface_parse_port(self->md,
-                                            params->mode.device.dev_name,
-                                            &self->port_num);
+    status = uct_gpumem_rc_iface_check_params(self, params);
     if (status != UCS_OK) {
         return status;
     }
 
-    status = uct_gpumem_iface_check_am_alignment(params,
-                                                 UCT_GPUMEM_RC_TL_NAME);
+    status = uct_gpumem_rc_iface_check_config(config);
     if (status != UCS_OK) {
         return status;
-    }
-
-    if ((config->tx_queue_len == 0) || (config->cq_len == 0) ||
-        (config->seg_size == 0)) {
-        ucs_error("gpumem_rc: TX_QUEUE_LEN, CQ_LEN and SEG_SIZE must not be "
-                  "0");
-        return UCS_ERR_INVALID_PARAM;
     }
 
     status = uct_gpumem_rc_iface_port_init(self, config);
@@ -784,79 +921,19 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         return UCS_ERR_IO_ERROR;
     }
 
-    self->max_sge                   = ucs_min(dev_attr.max_sge,
-                                              UCT_GPUMEM_RC_SGE_MAX);
-    if (config->max_sge != UCS_ULUNITS_AUTO) {
-        self->max_sge               = ucs_max(ucs_min(self->max_sge,
-                                                      config->max_sge), 1);
-    }
-    self->config.tx_queue_len       = ucs_min(config->tx_queue_len,
-                                              (unsigned)dev_attr.max_qp_wr);
-    self->config.max_poll           = ucs_max(config->max_poll, 1);
-    self->config.seg_size           = config->seg_size;
-    self->config.max_inline         = config->max_inline;
-    self->config.timeout            = uct_gpumem_rc_timeout_exp(
-                                              config->timeout);
-    self->config.retry_count        = ucs_min(config->retry_count, 7);
-    self->config.max_rd_atomic      = ucs_min(config->max_rd_atomic,
-                                        dev_attr.max_qp_init_rd_atom);
-    self->config.max_dest_rd_atomic = ucs_min(config->max_rd_atomic,
-                                              dev_attr.max_qp_rd_atom);
-    self->config.perf.latency       = config->latency;
-    self->config.perf.overhead      = config->overhead;
-    self->config.perf.shared        = 0;
-    self->config.perf.bandwidth     = UCS_CONFIG_DBL_IS_AUTO(
-                                              config->bandwidth) ?
-                                      uct_gpumem_rc_port_bandwidth(
-                                              self->port_attr.active_width,
-                                              self->port_attr.active_speed) :
-                                      config->bandwidth;
-    if (self->config.perf.bandwidth <= 0) {
-        /* A port that reports no known rate: as an SDR 1x one */
-        self->config.perf.bandwidth = uct_gpumem_rc_port_bandwidth(1, 1);
+    uct_gpumem_rc_iface_qp_config_init(self, config, &dev_attr);
+    uct_gpumem_rc_iface_perf_init(self, config);
+
+    status = uct_gpumem_rc_iface_cq_create(self, config, &dev_attr);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    /* The farther the NIC from the process's GPU, the less UCP expects of
-     * it, so that each GPU's bytes go by its nearest NIC */
-    uct_gpumem_ib_place_estimates(&self->md->place,
-                                  self->config.perf.bandwidth,
-                                  self->config.perf.latency,
-                                  UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
-                                  &self->config.perf.bandwidth : &bandwidth,
-                                  &self->config.perf.latency);
-
-    cq_len             = ucs_min(config->cq_len, (unsigned)dev_attr.max_cqe);
-    self->cq_available = cq_len;
-    self->cq           = ibv_create_cq(self->md->context, cq_len, NULL, NULL,
-                                       0);
-    if (self->cq == NULL) {
-        ucs_error("gpumem_rc: %s: ibv_create_cq(%u) failed: %s",
-                  self->md->domain.name, cq_len, strerror(errno));
-        return UCS_ERR_IO_ERROR;
-    }
-
-    status = uct_gpumem_mpool_init(&self->op_mp, 0, sizeof(uct_gpumem_rc_op_t),
-                                   0, UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
-                                   &uct_gpumem_rc_op_mpool_ops,
-                                   "gpumem_rc_ops");
+    status = uct_gpumem_rc_iface_mpools_init(self, config);
     if (status != UCS_OK) {
         goto err_destroy_cq;
     }
 
-    status = uct_gpumem_mpool_init(&self->desc_mp, sizeof(self),
-                                   sizeof(uct_gpumem_rc_desc_t) +
-                                           config->seg_size,
-                                   sizeof(uct_gpumem_rc_desc_t),
-                                   UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
-                                   &uct_gpumem_rc_desc_mpool_ops,
-                                   "gpumem_rc_descs");
-    if (status != UCS_OK) {
-        goto err_cleanup_op_mp;
-    }
-    *(uct_gpumem_rc_iface_t**)ucs_mpool_priv(&self->desc_mp) = self;
-
-    ucs_list_head_init(&self->eps);
-    ucs_list_head_init(&self->pending_eps);
     ucs_debug("gpumem_rc: iface %p on %s:%u, GID index %u, path MTU %u, "
               "%.0f MB/s, %.0f ns", self, self->md->domain.name,
               self->port_num, self->gid_index, 128u << self->path_mtu,
@@ -864,8 +941,6 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
               self->config.perf.latency * 1e9);
     return UCS_OK;
 
-err_cleanup_op_mp:
-    ucs_mpool_cleanup(&self->op_mp, 1);
 err_destroy_cq:
     ibv_destroy_cq(self->cq);
     return status;
@@ -892,8 +967,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_rc_iface_t)
     if (ret != 0) {
         ucs_warn("gpumem_rc: ibv_destroy_cq() failed: %s", strerror(ret));
     }
-    ucs_mpool_cleanup(&self->desc_mp, 1);
-    ucs_mpool_cleanup(&self->op_mp, 1);
+    uct_gpumem_rc_iface_mpools_cleanup(self);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_rc_iface_t, uct_base_iface_t);
