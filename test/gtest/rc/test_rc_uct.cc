@@ -100,26 +100,57 @@ public:
         return found;
     }
 
+    typedef std::vector<std::pair<std::string, std::string>> settings_t;
+
     /* The domain, the interface on its first port (configured with
      * @a name = @a value if given), and two endpoints connected to each
      * other */
     void open(const char *name = NULL, const char *value = NULL,
               const char *md_name = NULL, const char *md_value = NULL) {
+        settings_t settings;
+
+        if (name != NULL) {
+            settings.emplace_back(name, value);
+        }
+        open(settings, md_name, md_value);
+    }
+
+    void open(const settings_t &settings, const char *md_name = NULL,
+              const char *md_value = NULL) {
+        open_md(md_name, md_value);
+        ASSERT_EQ(UCS_OK, open_iface(settings));
+        connect_pair();
+    }
+
+    /* The interface on the domain's first port, configured with
+     * @a settings (UCX_GPUMEM_RC_<name>=<value>) */
+    ucs_status_t open_iface(const settings_t &settings) {
         uct_iface_params_t params = {};
         std::string dev_name;
+        ucs_status_t status;
 
-        open_md(md_name, md_value);
         dev_name = rc_device();
-        ASSERT_FALSE(dev_name.empty()) << "gpumem_rc offers no port of "
+        EXPECT_FALSE(dev_name.empty()) << "gpumem_rc offers no port of "
                                        << m_device;
 
-        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(m_md, UCT_GPUMEM_RC_TL_NAME,
-                                                   NULL, NULL,
-                                                   &m_iface_config));
-        if (name != NULL) {
-            ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_iface_config,
-                                                         "GPUMEM_RC_", name,
-                                                         value));
+        if (m_iface_config != NULL) {
+            uct_config_release(m_iface_config);
+            m_iface_config = NULL;
+        }
+        status = uct_md_iface_config_read(m_md, UCT_GPUMEM_RC_TL_NAME, NULL,
+                                          NULL, &m_iface_config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        for (auto &setting : settings) {
+            status = gpumem_test::config_modify(m_iface_config, "GPUMEM_RC_",
+                                                setting.first,
+                                                setting.second.c_str());
+            EXPECT_EQ(UCS_OK, status) << setting.first << "="
+                                      << setting.second;
+            if (status != UCS_OK) {
+                return status;
+            }
         }
 
         params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE   |
@@ -133,10 +164,34 @@ public:
         params.err_handler          = err_handler;
         params.err_handler_arg      = this;
         params.err_handler_flags    = 0;
-        ASSERT_EQ(UCS_OK, uct_iface_open(m_md, m_worker, &params,
-                                         m_iface_config, &m_iface));
-        ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &m_iface_attr));
-        connect_pair();
+        status = uct_iface_open(m_md, m_worker, &params, m_iface_config,
+                                &m_iface);
+        if (status != UCS_OK) {
+            m_iface = NULL;
+            return status;
+        }
+        return uct_iface_query(m_iface, &m_iface_attr);
+    }
+
+    /* The value of the interface's setting @a name, as UCX prints it */
+    std::string setting(const std::string &name) {
+        char value[128] = "";
+
+        if ((uct_config_get(m_iface_config, name.c_str(), value,
+                            sizeof(value)) != UCS_OK) &&
+            (uct_config_get(m_iface_config, ("GPUMEM_RC_" + name).c_str(),
+                            value, sizeof(value)) != UCS_OK)) {
+            return "(none)";
+        }
+        return value;
+    }
+
+    uct_gpumem_rc_iface_t *rc_iface() const {
+        return ucs_derived_of(m_iface, uct_gpumem_rc_iface_t);
+    }
+
+    uct_gpumem_rc_ep_t *rc_ep(int i) const {
+        return ucs_derived_of(m_ep[i], uct_gpumem_rc_ep_t);
     }
 
     void connect_pair() {
@@ -936,4 +991,121 @@ TEST_F(rc_uct, flush_after_writes_in_order_reads_nothing_back) {
     EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, NULL));
     EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
     EXPECT_EQ(0u, ep->read_backs);
+}
+
+/* The bounce buffers of bcopy are a pool of UCX's (uct_iface_mpool_init):
+ * while all are in flight, operations answer UCS_ERR_NO_RESOURCE and wait
+ * in the pending queue, which a completion dispatches */
+TEST_F(rc_uct, bounce_buffers_all_in_flight_give_no_resource) {
+    ASSERT_NO_FATAL_FAILURE(open("TX_MAX_BUFS", "2"));
+    rc_buffer &peer = alloc(65536, true, 2);
+    std::vector<uint8_t> source   = contents(peer);
+    std::vector<uint8_t> expected = source;
+    std::vector<uint8_t> out[2];
+    std::vector<uint8_t> bytes    = make_pattern(100, 9);
+    uct_unpack_callback_t unpack  = [](void *arg, const void *data,
+                                       size_t length) {
+        ((std::vector<uint8_t>*)arg)->assign((const uint8_t*)data,
+                                             (const uint8_t*)data + length);
+    };
+    uct_pack_callback_t pack      = [](void *dest, void *arg) -> size_t {
+        std::vector<uint8_t> *src = (std::vector<uint8_t>*)arg;
+        memcpy(dest, src->data(), src->size());
+        return src->size();
+    };
+
+    struct pending_put {
+        uct_pending_req_t super;
+        rc_uct            *test;
+        std::vector<uint8_t> *bytes;
+        uct_pack_callback_t pack;
+        uint64_t          remote_addr;
+        uct_rkey_t        rkey;
+        ssize_t           packed = 0;
+    } req;
+    completion comps[2], flush;
+    log_capture log;
+
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_get_bcopy(m_ep[0], unpack, &out[i], 1000,
+                                   remote(peer, i * 1000), peer.rkey.rkey,
+                                   &comps[i].super));
+    }
+
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_get_bcopy(m_ep[0], unpack, &out[0], 1000,
+                               remote(peer, 0), peer.rkey.rkey,
+                               &comps[0].super));
+    EXPECT_EQ((ssize_t)UCS_ERR_NO_RESOURCE,
+              uct_ep_put_bcopy(m_ep[0], pack, &bytes, remote(peer, 5000),
+                               peer.rkey.rkey));
+    EXPECT_EQ(0u, log.count({"gpumem_rc"})) << "no room is no error: "
+                                            << log.text();
+
+    /* No room: the request waits, rather than being told to post again */
+    req.test        = this;
+    req.bytes       = &bytes;
+    req.pack        = pack;
+    req.remote_addr = remote(peer, 5000);
+    req.rkey        = peer.rkey.rkey;
+    req.super.func  = [](uct_pending_req_t *self) -> ucs_status_t {
+        pending_put *r = ucs_container_of(self, pending_put, super);
+        r->packed      = uct_ep_put_bcopy(r->test->m_ep[0], r->pack, r->bytes,
+                                          r->remote_addr, r->rkey);
+        return (r->packed < 0) ? (ucs_status_t)r->packed : UCS_OK;
+    };
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep[0], &req.super, 0));
+
+    wait(&comps[1].super);
+    drain();
+    EXPECT_EQ((ssize_t)bytes.size(), req.packed) << "dispatched once a "
+                                                    "buffer came back";
+    if (uct_ep_flush(m_ep[0], 0, &flush.super) == UCS_INPROGRESS) {
+        wait(&flush.super);
+    }
+
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(UCS_OK, comps[i].status);
+        EXPECT_TRUE(std::vector<uint8_t>(source.begin() + i * 1000,
+                                         source.begin() + (i + 1) * 1000) ==
+                    out[i]);
+    }
+    memcpy(&expected[5000], bytes.data(), bytes.size());
+    EXPECT_TRUE(contents(peer) == expected);
+    EXPECT_TRUE(m_failed.empty());
+}
+
+/* A fence of the interface is every endpoint's: one that cannot read back
+ * (no bounce buffer) makes the interface's fail too, and a fence again,
+ * once one came back, succeeds */
+TEST_F(rc_uct, iface_fence_tells_an_endpoint_fence_failure) {
+    ASSERT_NO_FATAL_FAILURE(open("TX_MAX_BUFS", "1", "ORDER", "any_order"));
+    rc_buffer &local       = alloc(4096, false, 1);
+    rc_buffer &peer        = alloc(4096, true, 2);
+    uct_gpumem_rc_ep_t *ep = rc_ep(0);
+    uct_iov_t io           = iov(local, 0, 4096);
+    std::vector<uint8_t> out;
+    completion put, get;
+
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &put.super));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_bcopy(m_ep[0], [](void *arg, const void *data,
+                                           size_t length) {
+                  ((std::vector<uint8_t>*)arg)->assign(
+                          (const uint8_t*)data, (const uint8_t*)data + length);
+              }, &out, 16, remote(peer, 0), peer.rkey.rkey, &get.super));
+
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_fence(m_ep[0], 0));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_iface_fence(m_iface, 0));
+    EXPECT_EQ(0u, ep->read_backs);
+
+    wait(&get.super);
+    EXPECT_EQ(UCS_OK, uct_iface_fence(m_iface, 0));
+    EXPECT_EQ(1u, ep->read_backs);
+    drain();
+    EXPECT_EQ(UCS_OK, put.status);
+    EXPECT_TRUE(m_failed.empty());
 }

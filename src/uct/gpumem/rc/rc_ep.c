@@ -20,6 +20,7 @@
 #include <uct/gpumem/base/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
+#include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/log.h>
 #include <errno.h>
 #include <string.h>
@@ -391,7 +392,8 @@ int uct_gpumem_rc_ep_is_connected(const uct_ep_h tl_ep,
 int uct_gpumem_rc_iface_has_resources(uct_gpumem_rc_iface_t *iface,
                                       uct_gpumem_rc_ep_t *ep)
 {
-    return (ep->sq_available > 0) && (iface->cq_available > 0);
+    return (ep->sq_available > 0) && (iface->cq_available > 0) &&
+           !ucs_mpool_is_empty(&iface->desc_mp);
 }
 
 /* The bytes of @a iov as scatter-gather entries: each in its memory handle's
@@ -613,6 +615,17 @@ static ucs_status_t uct_gpumem_rc_ep_zcopy(uct_gpumem_rc_ep_t *ep,
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
+/* A bounce buffer, or NULL while every one is in flight */
+static UCS_F_ALWAYS_INLINE uct_gpumem_rc_desc_t *
+uct_gpumem_rc_ep_desc_get(uct_gpumem_rc_iface_t *iface)
+{
+    uct_gpumem_rc_desc_t *desc;
+
+    UCT_TL_IFACE_GET_TX_DESC(&iface->super, &iface->desc_mp, desc,
+                             return NULL);
+    return desc;
+}
+
 /* Post @a length bytes of the bounce buffer @a desc: an RDMA WRITE of what
  * was packed into it, or an RDMA READ into it, whose bytes @a unpack_cb
  * takes at completion; on failure @a desc goes back */
@@ -705,10 +718,9 @@ ssize_t uct_gpumem_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return status;
     }
 
-    desc = ucs_mpool_get(&iface->desc_mp);
+    desc = uct_gpumem_rc_ep_desc_get(iface);
     if (desc == NULL) {
-        ucs_error("gpumem_rc: failed to allocate a bounce buffer");
-        return UCS_ERR_NO_MEMORY;
+        return UCS_ERR_NO_RESOURCE;
     }
 
     length = pack_cb(desc->data, arg);
@@ -755,10 +767,9 @@ ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return status;
     }
 
-    desc = ucs_mpool_get(&iface->desc_mp);
+    desc = uct_gpumem_rc_ep_desc_get(iface);
     if (desc == NULL) {
-        ucs_error("gpumem_rc: failed to allocate a bounce buffer");
-        return UCS_ERR_NO_MEMORY;
+        return UCS_ERR_NO_RESOURCE;
     }
 
     status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_READ, desc,
@@ -955,10 +966,9 @@ static ucs_status_t uct_gpumem_rc_ep_read_back(uct_gpumem_rc_iface_t *iface,
         return status;
     }
 
-    desc = ucs_mpool_get(&iface->desc_mp);
+    desc = uct_gpumem_rc_ep_desc_get(iface);
     if (desc == NULL) {
-        ucs_error("gpumem_rc: failed to allocate a bounce buffer");
-        return UCS_ERR_NO_MEMORY;
+        return UCS_ERR_NO_RESOURCE;
     }
 
     status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_READ, desc, 1,

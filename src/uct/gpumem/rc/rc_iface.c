@@ -36,7 +36,10 @@
 
 
 /* Completions one poll of the queue reads at most */
-#define UCT_GPUMEM_RC_POLL_MAX  32
+#define UCT_GPUMEM_RC_POLL_MAX     32
+
+/* Bounce buffers a chunk of the pool holds where TX_BUFS_GROW is 0 */
+#define UCT_GPUMEM_RC_TX_BUFS_GROW 64
 
 
 /* Index: enum ibv_mtu; 0 takes the port's active MTU */
@@ -116,6 +119,11 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      "posted (inline); the device's limit caps it.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, max_inline),
      UCT_GPUMEM_CONFIG_TYPE_COUNT},
+
+    UCT_GPUMEM_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 64, "bcopy bounce",
+        ucs_offsetof(uct_gpumem_rc_iface_config_t, tx_mp),
+        "\nWhile all are in flight, operations return UCS_ERR_NO_RESOURCE\n"
+        "(and UCP's wait in the pending queue) until one completes."),
 
     {"BW", "auto",
      "Bandwidth UCP expects of the port; auto: the port's signalling rate\n"
@@ -538,69 +546,15 @@ static ucs_mpool_ops_t uct_gpumem_rc_op_mpool_ops = {
     .obj_str       = NULL
 };
 
-/* A chunk of bounce buffers: registered host memory, its handle first */
-typedef struct uct_gpumem_rc_desc_chunk {
-    uct_mem_h memh;
-    uint32_t  lkey;
-} UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE) uct_gpumem_rc_desc_chunk_t;
-
-static ucs_status_t uct_gpumem_rc_desc_chunk_alloc(ucs_mpool_t *mp,
-                                                   size_t *size_p,
-                                                   void **chunk_p)
+/* A bounce buffer of a chunk that uct_iface_mpool_init() allocated and the
+ * gpumem_ib domain registered */
+static void uct_gpumem_rc_desc_init(uct_iface_h UCS_V_UNUSED tl_iface,
+                                    void *obj, uct_mem_h memh)
 {
-    uct_gpumem_rc_iface_t *iface = *(uct_gpumem_rc_iface_t**)
-                                   ucs_mpool_priv(mp);
-    size_t size                  = sizeof(uct_gpumem_rc_desc_chunk_t) +
-                                   *size_p;
-    uct_gpumem_rc_desc_chunk_t *chunk;
-    ucs_status_t status;
+    uct_gpumem_rc_desc_t *desc = obj;
 
-    chunk = ucs_malloc(size, "gpumem_rc_desc_chunk");
-    if (chunk == NULL) {
-        ucs_error("gpumem_rc: failed to allocate %zu bytes of bounce "
-                  "buffers", size);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = uct_md_mem_reg(&iface->md->super, chunk, size,
-                            UCT_MD_MEM_ACCESS_LOCAL_READ |
-                            UCT_MD_MEM_ACCESS_LOCAL_WRITE, &chunk->memh);
-    if (status != UCS_OK) {
-        ucs_free(chunk);
-        return status;
-    }
-
-    chunk->lkey = uct_gpumem_ib_memh_view(chunk->memh)->region->mr.lkey;
-    *size_p     = size - sizeof(*chunk);
-    *chunk_p    = chunk + 1;
-    return UCS_OK;
+    desc->lkey = uct_gpumem_ib_memh_view(memh)->region->mr.lkey;
 }
-
-static void uct_gpumem_rc_desc_chunk_release(ucs_mpool_t *mp, void *ptr)
-{
-    uct_gpumem_rc_iface_t *iface      = *(uct_gpumem_rc_iface_t**)
-                                        ucs_mpool_priv(mp);
-    uct_gpumem_rc_desc_chunk_t *chunk = (uct_gpumem_rc_desc_chunk_t*)ptr - 1;
-
-    (void)uct_md_mem_dereg(&iface->md->super, chunk->memh);
-    ucs_free(chunk);
-}
-
-static void uct_gpumem_rc_desc_init(ucs_mpool_t UCS_V_UNUSED *mp, void *obj,
-                                    void *ptr)
-{
-    uct_gpumem_rc_desc_chunk_t *chunk = (uct_gpumem_rc_desc_chunk_t*)ptr - 1;
-
-    ((uct_gpumem_rc_desc_t*)obj)->lkey = chunk->lkey;
-}
-
-static ucs_mpool_ops_t uct_gpumem_rc_desc_mpool_ops = {
-    .chunk_alloc   = uct_gpumem_rc_desc_chunk_alloc,
-    .chunk_release = uct_gpumem_rc_desc_chunk_release,
-    .obj_init      = uct_gpumem_rc_desc_init,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
 
 /* "<device>:<port>" of this memory domain's device */
 static ucs_status_t uct_gpumem_rc_iface_parse_port(uct_gpumem_ib_md_t *md,
@@ -754,9 +708,9 @@ static ucs_status_t
 uct_gpumem_rc_iface_check_config(const uct_gpumem_rc_iface_config_t *config)
 {
     if ((config->tx_queue_len == 0) || (config->cq_len == 0) ||
-        (config->seg_size == 0)) {
-        ucs_error("gpumem_rc: TX_QUEUE_LEN, CQ_LEN and SEG_SIZE must not be "
-                  "0");
+        (config->seg_size == 0) || (config->tx_mp.max_bufs == 0)) {
+        ucs_error("gpumem_rc: TX_QUEUE_LEN, CQ_LEN, SEG_SIZE and TX_MAX_BUFS "
+                  "must not be 0");
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -840,12 +794,21 @@ uct_gpumem_rc_iface_cq_create(uct_gpumem_rc_iface_t *iface,
     return UCS_OK;
 }
 
-/* The operations in flight, and the bounce buffers of bcopy */
+/* The operations in flight, and the bounce buffers of bcopy in chunks that
+ * UCX allocates and the gpumem_ib domain registers (UCX_GPUMEM_RC_TX_*) */
 static ucs_status_t
 uct_gpumem_rc_iface_mpools_init(uct_gpumem_rc_iface_t *iface,
                                 const uct_gpumem_rc_iface_config_t *config)
 {
+    uct_iface_mpool_config_t tx_mp = config->tx_mp;
     ucs_status_t status;
+
+    /* A chunk holds no more buffers than the pool may (ucs_mpool_init()
+     * refuses more) */
+    if (tx_mp.bufs_grow == 0) {
+        tx_mp.bufs_grow = UCT_GPUMEM_RC_TX_BUFS_GROW;
+    }
+    tx_mp.bufs_grow = ucs_min(tx_mp.bufs_grow, tx_mp.max_bufs);
 
     status = uct_gpumem_mpool_init(&iface->op_mp, 0,
                                    sizeof(uct_gpumem_rc_op_t), 0,
@@ -856,19 +819,19 @@ uct_gpumem_rc_iface_mpools_init(uct_gpumem_rc_iface_t *iface,
         return status;
     }
 
-    status = uct_gpumem_mpool_init(&iface->desc_mp, sizeof(iface),
-                                   sizeof(uct_gpumem_rc_desc_t) +
-                                           config->seg_size,
-                                   sizeof(uct_gpumem_rc_desc_t),
-                                   UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
-                                   &uct_gpumem_rc_desc_mpool_ops,
-                                   "gpumem_rc_descs");
+    status = uct_iface_mpool_init(&iface->super, &iface->desc_mp,
+                                  sizeof(uct_gpumem_rc_desc_t) +
+                                  iface->config.seg_size,
+                                  sizeof(uct_gpumem_rc_desc_t),
+                                  UCS_SYS_CACHE_LINE_SIZE, &tx_mp,
+                                  tx_mp.bufs_grow,
+                                  uct_gpumem_rc_desc_init,
+                                  "gpumem_rc_descs");
     if (status != UCS_OK) {
         ucs_mpool_cleanup(&iface->op_mp, 1);
         return status;
     }
 
-    *(uct_gpumem_rc_iface_t**)ucs_mpool_priv(&iface->desc_mp) = iface;
     return UCS_OK;
 }
 

@@ -40,6 +40,7 @@ typedef struct uct_gpumem_rc_iface_config {
     unsigned           max_rd_atomic;  /* Reads in flight per queue pair */
     size_t             seg_size;       /* Bounce buffer of bcopy */
     unsigned           max_inline;     /* Bytes of put short */
+    uct_iface_mpool_config_t tx_mp;    /* Bounce buffers */
     double             bandwidth;      /* UCS_CONFIG_DBL_AUTO: the port's */
     double             latency;
     double             overhead;
@@ -92,7 +93,9 @@ typedef struct uct_gpumem_rc_iface {
     unsigned                 cq_available;  /* Completions the queue can
                                                still take */
     ucs_mpool_t              op_mp;
-    ucs_mpool_t              desc_mp;       /* uct_gpumem_rc_desc_t */
+    ucs_mpool_t              desc_mp;       /* uct_gpumem_rc_desc_t, in
+                                               chunks the domain
+                                               registered */
     ucs_list_link_t          eps;           /* Every endpoint, destroyed
                                                ones waiting for their
                                                completions included */
@@ -129,7 +132,8 @@ double uct_gpumem_rc_port_bandwidth(uint8_t width, uint8_t speed);
 
 
 /**
- * Whether the interface may post one more work request of @a ep now.
+ * Whether the interface may post one more work request of @a ep now: room
+ * in the endpoint's queue and the completion queue, and a bounce buffer.
  */
 int uct_gpumem_rc_iface_has_resources(uct_gpumem_rc_iface_t *iface,
                                       struct uct_gpumem_rc_ep *ep);
