@@ -1,7 +1,7 @@
 /**
  * gpumem tests: the decisions of the gpumem_rc transport that need no
- * device: completion statuses, the GID of a RoCE port, timeouts, port rates,
- * and its name under UCX's limit.
+ * device: completion statuses, the GID of a RoCE port, timeouts and RNR
+ * timers, port rates, and its name under UCX's limit.
  *
  * See file LICENSE for terms.
  */
@@ -130,6 +130,20 @@ TEST(rc_rules, timeout_exponent_not_shorter) {
     EXPECT_EQ(1, uct_gpumem_rc_timeout_exp(8.192e-6));
     EXPECT_EQ(2, uct_gpumem_rc_timeout_exp(8.2e-6));
     EXPECT_EQ(31, uct_gpumem_rc_timeout_exp(1e9));
+}
+
+TEST(rc_rules, rnr_timer_not_shorter) {
+    /* IBTA: code 12 is 0.64 ms, 1 is 0.01 ms, 20 is 10.24 ms, 31 is
+     * 491.52 ms, 0 is 655.36 ms */
+    EXPECT_EQ(12, uct_gpumem_rc_rnr_timer(640e-6));
+    EXPECT_EQ(13, uct_gpumem_rc_rnr_timer(641e-6));
+    EXPECT_EQ(1, uct_gpumem_rc_rnr_timer(0));
+    EXPECT_EQ(1, uct_gpumem_rc_rnr_timer(10e-6));
+    EXPECT_EQ(14, uct_gpumem_rc_rnr_timer(1e-3));
+    EXPECT_EQ(20, uct_gpumem_rc_rnr_timer(10e-3));
+    EXPECT_EQ(31, uct_gpumem_rc_rnr_timer(491.52e-3));
+    EXPECT_EQ(0, uct_gpumem_rc_rnr_timer(0.5));
+    EXPECT_EQ(0, uct_gpumem_rc_rnr_timer(1e9));
 }
 
 TEST(rc_rules, port_bandwidth_from_width_and_speed) {

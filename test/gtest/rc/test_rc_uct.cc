@@ -1109,3 +1109,76 @@ TEST_F(rc_uct, iface_fence_tells_an_endpoint_fence_failure) {
     EXPECT_EQ(UCS_OK, put.status);
     EXPECT_TRUE(m_failed.empty());
 }
+
+/* UCX_GPUMEM_RC_* of the queue pairs, with UCX's names for them, and the
+ * bounce buffers' */
+TEST_F(rc_uct, queue_pair_and_bounce_buffer_settings_exist) {
+    ASSERT_NO_FATAL_FAILURE(open());
+    EXPECT_EQ("7", setting("RNR_RETRY_COUNT"));
+    EXPECT_EQ("64", setting("HOP_LIMIT"));
+    EXPECT_EQ("0", setting("SL"));
+    EXPECT_EQ("auto", setting("PKEY"));
+    EXPECT_NE("(none)", setting("RNR_TIMEOUT"));
+    EXPECT_EQ("-1", setting("TX_MAX_BUFS"));
+    EXPECT_EQ("64", setting("TX_BUFS_GROW"));
+}
+
+/* The defaults are the values the queue pairs always had */
+TEST_F(rc_uct, queue_pairs_have_the_default_timers_and_path) {
+    ASSERT_NO_FATAL_FAILURE(open());
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    ASSERT_EQ(0, ibv_query_qp(rc_ep(0)->qp, &attr,
+                              IBV_QP_MIN_RNR_TIMER | IBV_QP_RNR_RETRY |
+                              IBV_QP_AV | IBV_QP_PKEY_INDEX, &init_attr));
+    EXPECT_EQ(12, attr.min_rnr_timer);
+    EXPECT_EQ(7, attr.rnr_retry);
+    EXPECT_EQ(0, attr.pkey_index);
+    EXPECT_EQ(64, rc_iface()->config.hop_limit);
+    EXPECT_EQ(0, rc_iface()->config.sl);
+}
+
+TEST_F(rc_uct, queue_pair_settings_take_effect) {
+    const settings_t settings = {{"RNR_TIMEOUT", "10ms"},
+                                 {"RNR_RETRY_COUNT", "3"},
+                                 {"HOP_LIMIT", "17"}, {"SL", "2"},
+                                 {"PKEY", "0x7fff"}};
+    ASSERT_NO_FATAL_FAILURE(open(settings));
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    ASSERT_EQ(0, ibv_query_qp(rc_ep(0)->qp, &attr,
+                              IBV_QP_MIN_RNR_TIMER | IBV_QP_RNR_RETRY |
+                              IBV_QP_AV | IBV_QP_PKEY_INDEX, &init_attr));
+    EXPECT_EQ(20, attr.min_rnr_timer) << "10.24 ms";
+    EXPECT_EQ(3, attr.rnr_retry);
+    /* The port's default P_Key is partition 0x7fff's full member */
+    EXPECT_EQ(0, attr.pkey_index);
+    /* What the queue pairs were given: for RoCE v2 the kernel takes the
+     * route's TTL for the hop limit, and soft-RoCE keeps no service level
+     * to query */
+    EXPECT_EQ(17, rc_iface()->config.hop_limit);
+    EXPECT_EQ(2, rc_iface()->config.sl);
+
+    /* And the pair moves bytes */
+    check_transfer(true, false, true, 4096);
+}
+
+TEST_F(rc_uct, queue_pair_settings_out_of_range_refuse_to_open) {
+    open_md();
+    for (auto &bad : settings_t{{"HOP_LIMIT", "256"}, {"SL", "16"},
+                                {"TX_MAX_BUFS", "0"},
+                                {"PKEY", "0x8000"}, {"PKEY", "0x1234"}}) {
+        log_capture log;
+
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface({bad}))
+                << bad.first << "=" << bad.second;
+        EXPECT_EQ(1u, log.count({"gpumem_rc", bad.first.c_str()}))
+                << log.text();
+        if (m_iface != NULL) {
+            uct_iface_close(m_iface);
+            m_iface = NULL;
+        }
+    }
+}

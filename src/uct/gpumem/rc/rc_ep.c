@@ -122,7 +122,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
      * they may do to it */
     memset(&attr, 0, sizeof(attr));
     attr.qp_state        = IBV_QPS_INIT;
-    attr.pkey_index      = 0;
+    attr.pkey_index      = iface->config.pkey_index;
     attr.port_num        = iface->port_num;
     attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ;
@@ -257,13 +257,13 @@ static ucs_status_t uct_gpumem_rc_ep_to_rtr(uct_gpumem_rc_ep_t *ep,
     attr.dest_qp_num           = peer->qp_num;
     attr.rq_psn                = 0;
     attr.max_dest_rd_atomic    = iface->config.max_dest_rd_atomic;
-    attr.min_rnr_timer         = 12;
+    attr.min_rnr_timer         = iface->config.rnr_timer;
     attr.ah_attr.port_num      = iface->port_num;
-    attr.ah_attr.sl            = 0;
+    attr.ah_attr.sl            = iface->config.sl;
     if (dev->is_eth) {
         attr.ah_attr.is_global      = 1;
         attr.ah_attr.grh.sgid_index = iface->gid_index;
-        attr.ah_attr.grh.hop_limit  = 64;
+        attr.ah_attr.grh.hop_limit  = iface->config.hop_limit;
         memcpy(attr.ah_attr.grh.dgid.raw, dev->gid, sizeof(dev->gid));
     } else {
         attr.ah_attr.dlid           = dev->lid;
@@ -292,7 +292,7 @@ static ucs_status_t uct_gpumem_rc_ep_to_rts(uct_gpumem_rc_ep_t *ep)
     attr.sq_psn        = 0;
     attr.timeout       = iface->config.timeout;
     attr.retry_cnt     = iface->config.retry_count;
-    attr.rnr_retry     = 7;
+    attr.rnr_retry     = iface->config.rnr_retry;
     attr.max_rd_atomic = iface->config.max_rd_atomic;
     ret = ibv_modify_qp(ep->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
                         IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |

@@ -28,6 +28,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/sys/topo/base/topo.h>
 #include <ucs/type/class.h>
+#include <endian.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -36,10 +37,17 @@
 
 
 /* Completions one poll of the queue reads at most */
-#define UCT_GPUMEM_RC_POLL_MAX     32
+#define UCT_GPUMEM_RC_POLL_MAX         32
 
 /* Bounce buffers a chunk of the pool holds where TX_BUFS_GROW is 0 */
-#define UCT_GPUMEM_RC_TX_BUFS_GROW 64
+#define UCT_GPUMEM_RC_TX_BUFS_GROW     64
+
+/* Service levels are 4 bits */
+#define UCT_GPUMEM_RC_SL_MAX           15
+
+/* A P_Key: the partition, and the bit of its full members */
+#define UCT_GPUMEM_RC_PKEY_PARTITION   0x7fff
+#define UCT_GPUMEM_RC_PKEY_FULL_MEMBER 0x8000
 
 
 /* Index: enum ibv_mtu; 0 takes the port's active MTU */
@@ -102,6 +110,39 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      ucs_offsetof(uct_gpumem_rc_iface_config_t, retry_count),
      UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
+    {"RNR_TIMEOUT", "640us",
+     "Time a peer waits before it sends again to a queue pair that had no\n"
+     "receive posted (receiver not ready); the device takes the least of\n"
+     "IBTA's times (10 us to 655.36 ms) that is not shorter. gpumem_rc's\n"
+     "peers send no messages, only RDMA WRITE and READ, which need none.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, rnr_timeout),
+     UCT_GPUMEM_CONFIG_TYPE_TIME},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Times a send refused by a receiver that is not ready is sent again\n"
+     "(at most 7, which the device takes as: without end).",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, rnr_retry_count),
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
+
+    {"HOP_LIMIT", "64",
+     "RoCE: time to live of the packets' IP header; InfiniBand: hop limit of\n"
+     "their global route header, where they carry one. At most 255.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, hop_limit),
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
+
+    {"SL", "0",
+     "InfiniBand: service level of the queue pairs; RoCE: the Ethernet\n"
+     "priority a device derives from it. At most 15.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, sl),
+     UCT_GPUMEM_CONFIG_TYPE_COUNT},
+
+    {"PKEY", "auto",
+     "Partition of the queue pairs: a P_Key of the port's table (0x0 to\n"
+     "0x7fff; its full member is preferred); auto: the port's first\n"
+     "(index 0), its default.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, pkey),
+     UCS_CONFIG_TYPE_HEX},
+
     {"MAX_RD_ATOMIC", "16",
      "RDMA READs an endpoint keeps in flight, and takes from its peer, at\n"
      "most; the device's limit caps it.",
@@ -156,6 +197,27 @@ uint8_t uct_gpumem_rc_timeout_exp(double seconds)
     for (exp = 1; (exp < 31) && (ldexp(1.0, exp) < periods); ++exp) {
     }
     return exp;
+}
+
+uint8_t uct_gpumem_rc_rnr_timer(double seconds)
+{
+    /* IBTA's RNR NAK timer field, in units of 10 us, from code 1 on; code 0
+     * is the longest, 655.36 ms */
+    static const unsigned times[] = {
+        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+        384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+        16384, 24576, 32768, 49152
+    };
+    /* A time parsed from "640us" may fall a rounding error above its code */
+    double units = (seconds * 1e5) - 1e-6;
+    unsigned code;
+
+    for (code = 1; code < ucs_static_array_size(times); ++code) {
+        if (times[code] >= units) {
+            return code;
+        }
+    }
+    return 0;
 }
 
 double uct_gpumem_rc_port_bandwidth(uint8_t width, uint8_t speed)
@@ -714,12 +776,79 @@ uct_gpumem_rc_iface_check_config(const uct_gpumem_rc_iface_config_t *config)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (config->hop_limit > UINT8_MAX) {
+        ucs_error("gpumem_rc: HOP_LIMIT is %u, at most %u",
+                  config->hop_limit, UINT8_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sl > UCT_GPUMEM_RC_SL_MAX) {
+        ucs_error("gpumem_rc: SL is %u, at most %u", config->sl,
+                  UCT_GPUMEM_RC_SL_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->pkey != UCS_HEXUNITS_AUTO) &&
+        (config->pkey > UCT_GPUMEM_RC_PKEY_PARTITION)) {
+        ucs_error("gpumem_rc: PKEY is 0x%lx, at most 0x%x", config->pkey,
+                  UCT_GPUMEM_RC_PKEY_PARTITION);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+/* The index of the port's P_Key of the partition PKEY names: its full
+ * member, else its limited one */
+static ucs_status_t
+uct_gpumem_rc_iface_choose_pkey(uct_gpumem_rc_iface_t *iface,
+                                const uct_gpumem_rc_iface_config_t *config)
+{
+    int limited = -1;
+    __be16 raw;
+    uint16_t pkey;
+    int i;
+
+    if (config->pkey == UCS_HEXUNITS_AUTO) {
+        iface->config.pkey_index = 0;
+        return UCS_OK;
+    }
+
+    for (i = 0; i < iface->port_attr.pkey_tbl_len; ++i) {
+        if (ibv_query_pkey(iface->md->context, iface->port_num, i,
+                           &raw) != 0) {
+            continue;
+        }
+
+        pkey = be16toh(raw);
+        if ((pkey & UCT_GPUMEM_RC_PKEY_PARTITION) != config->pkey) {
+            continue;
+        }
+
+        if (pkey & UCT_GPUMEM_RC_PKEY_FULL_MEMBER) {
+            iface->config.pkey_index = i;
+            return UCS_OK;
+        }
+
+        if (limited < 0) {
+            limited = i;
+        }
+    }
+
+    if (limited < 0) {
+        ucs_error("gpumem_rc: %s:%u has no P_Key of partition 0x%lx (PKEY) "
+                  "among its %u", iface->md->domain.name, iface->port_num,
+                  config->pkey, iface->port_attr.pkey_tbl_len);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    iface->config.pkey_index = limited;
     return UCS_OK;
 }
 
 /* What the queue pairs are made with: sizes as the device allows them, and
  * the times, retries and path of their connections */
-static void
+static ucs_status_t
 uct_gpumem_rc_iface_qp_config_init(uct_gpumem_rc_iface_t *iface,
                                    const uct_gpumem_rc_iface_config_t *config,
                                    const struct ibv_device_attr *dev_attr)
@@ -738,10 +867,16 @@ uct_gpumem_rc_iface_qp_config_init(uct_gpumem_rc_iface_t *iface,
     iface->config.timeout            = uct_gpumem_rc_timeout_exp(
                                                config->timeout);
     iface->config.retry_count        = ucs_min(config->retry_count, 7);
+    iface->config.rnr_timer          = uct_gpumem_rc_rnr_timer(
+                                               config->rnr_timeout);
+    iface->config.rnr_retry          = ucs_min(config->rnr_retry_count, 7);
+    iface->config.hop_limit          = config->hop_limit;
+    iface->config.sl                 = config->sl;
     iface->config.max_rd_atomic      = ucs_min(config->max_rd_atomic,
                                          dev_attr->max_qp_init_rd_atom);
     iface->config.max_dest_rd_atomic = ucs_min(config->max_rd_atomic,
                                                dev_attr->max_qp_rd_atom);
+    return uct_gpumem_rc_iface_choose_pkey(iface, config);
 }
 
 /* What UCP expects of the port: its rate and latency, less the farther the
@@ -884,7 +1019,11 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         return UCS_ERR_IO_ERROR;
     }
 
-    uct_gpumem_rc_iface_qp_config_init(self, config, &dev_attr);
+    status = uct_gpumem_rc_iface_qp_config_init(self, config, &dev_attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     uct_gpumem_rc_iface_perf_init(self, config);
 
     status = uct_gpumem_rc_iface_cq_create(self, config, &dev_attr);

@@ -37,6 +37,13 @@ typedef struct uct_gpumem_rc_iface_config {
     unsigned           path_mtu;       /* uct_gpumem_rc_mtu_t */
     double             timeout;        /* Before a retransmission */
     unsigned           retry_count;
+    double             rnr_timeout;    /* Peers wait before a send again */
+    unsigned           rnr_retry_count;
+    unsigned           hop_limit;      /* Of the global route header */
+    unsigned           sl;             /* Service level */
+    unsigned long      pkey;           /* UCS_HEXUNITS_AUTO: index 0's;
+                                          UCS_CONFIG_TYPE_HEX writes a
+                                          size_t for auto */
     unsigned           max_rd_atomic;  /* Reads in flight per queue pair */
     size_t             seg_size;       /* Bounce buffer of bcopy */
     unsigned           max_inline;     /* Bytes of put short */
@@ -107,6 +114,11 @@ typedef struct uct_gpumem_rc_iface {
         unsigned             max_inline;    /* As the queue pairs take */
         uint8_t              timeout;       /* As ibv_modify_qp takes it */
         uint8_t              retry_count;
+        uint8_t              rnr_timer;     /* As ibv_modify_qp takes it */
+        uint8_t              rnr_retry;
+        uint8_t              hop_limit;
+        uint8_t              sl;
+        uint16_t             pkey_index;
         uint8_t              max_rd_atomic;
         uint8_t              max_dest_rd_atomic;
         uct_gpumem_iface_perf_t perf;  /* What UCP selects lanes by */
@@ -122,6 +134,15 @@ extern uct_tl_t uct_gpumem_rc_tl;
  * (4.096 us * 2^exponent), the least that waits at least @a seconds.
  */
 uint8_t uct_gpumem_rc_timeout_exp(double seconds);
+
+
+/**
+ * The code ibv_modify_qp takes for the time a peer waits before it sends
+ * again to a queue pair that had no receive posted (IBTA's table, from
+ * 10 us to 655.36 ms), the least that waits at least @a seconds; the longest
+ * where none does.
+ */
+uint8_t uct_gpumem_rc_rnr_timer(double seconds);
 
 
 /**
