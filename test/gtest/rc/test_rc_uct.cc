@@ -1182,3 +1182,37 @@ TEST_F(rc_uct, queue_pair_settings_out_of_range_refuse_to_open) {
         }
     }
 }
+
+/* Put short moves what the queue pairs take inline: MAX_INLINE where the
+ * device takes that many, what ibv_create_qp() answers where it takes
+ * fewer */
+TEST_F(rc_uct, max_inline_is_capped_by_the_queue_pairs) {
+    ASSERT_NO_FATAL_FAILURE(open("MAX_INLINE", "1048576"));
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    ASSERT_GT(m_iface_attr.cap.put.max_short, 0u);
+    EXPECT_LT(m_iface_attr.cap.put.max_short, 1048576u)
+            << "no device takes 1 MiB inline";
+    ASSERT_EQ(0, ibv_query_qp(rc_ep(0)->qp, &attr, IBV_QP_CAP, &init_attr));
+    EXPECT_GE(init_attr.cap.max_inline_data, m_iface_attr.cap.put.max_short);
+
+    rc_buffer &peer = alloc(m_iface_attr.cap.put.max_short + 16, true, 2);
+    std::vector<uint8_t> expected = contents(peer);
+    std::vector<uint8_t> bytes    = make_pattern(m_iface_attr.cap.put.max_short,
+                                                 33);
+    completion flush;
+
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep[0], bytes.data(), bytes.size(),
+                                       remote(peer, 8), peer.rkey.rkey));
+    memcpy(&expected[8], bytes.data(), bytes.size());
+    if (uct_ep_flush(m_ep[0], 0, &flush.super) == UCS_INPROGRESS) {
+        wait(&flush.super);
+    }
+    EXPECT_TRUE(contents(peer) == expected);
+}
+
+TEST_F(rc_uct, max_inline_the_device_takes_stays_as_configured) {
+    ASSERT_NO_FATAL_FAILURE(open("MAX_INLINE", "16"));
+    EXPECT_EQ(16u, m_iface_attr.cap.put.max_short);
+}

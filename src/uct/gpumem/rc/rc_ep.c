@@ -82,8 +82,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
 {
     uct_gpumem_rc_iface_t *iface = ucs_derived_of(params->iface,
                                                   uct_gpumem_rc_iface_t);
-    struct ibv_qp_init_attr init_attr;
     struct ibv_qp_attr attr;
+    struct ibv_qp_cap cap;
     ucs_status_t status;
     int ret;
 
@@ -98,25 +98,13 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_UNSUPPORTED;
     }
 
-    memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.send_cq             = iface->cq;
-    init_attr.recv_cq             = iface->cq;
-    init_attr.qp_type             = IBV_QPT_RC;
-    init_attr.sq_sig_all          = 1;
-    init_attr.cap.max_send_wr     = iface->config.tx_queue_len;
-    init_attr.cap.max_send_sge    = iface->max_sge;
-    init_attr.cap.max_recv_wr     = 1;
-    init_attr.cap.max_recv_sge    = 1;
-    init_attr.cap.max_inline_data = iface->config.max_inline;
-
-    self->qp = ibv_create_qp(iface->md->pd, &init_attr);
-    if (self->qp == NULL) {
-        ucs_error("gpumem_rc: %s:%u: ibv_create_qp(send_wr=%u, sge=%u) "
-                  "failed: %s", iface->md->domain.name, iface->port_num,
-                  iface->config.tx_queue_len, iface->max_sge,
-                  strerror(errno));
-        return UCS_ERR_IO_ERROR;
+    /* As the interface's probe found the device to take them */
+    status = uct_gpumem_rc_iface_qp_create(iface, iface->config.max_inline,
+                                           &self->qp, &cap);
+    if (status != UCS_OK) {
+        return status;
     }
+    ucs_assert(cap.max_inline_data >= iface->config.max_inline);
 
     /* The queue pair lets peers read and write; each region decides what
      * they may do to it */

@@ -157,7 +157,8 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
 
     {"MAX_INLINE", "64",
      "Largest put short: bytes the device copies from the request as it is\n"
-     "posted (inline); the device's limit caps it.",
+     "posted (inline); at most what the device's queue pairs take, as\n"
+     "ibv_create_qp() answers when the interface opens.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, max_inline),
      UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
@@ -863,7 +864,6 @@ uct_gpumem_rc_iface_qp_config_init(uct_gpumem_rc_iface_t *iface,
                                                (unsigned)dev_attr->max_qp_wr);
     iface->config.max_poll           = ucs_max(config->max_poll, 1);
     iface->config.seg_size           = config->seg_size;
-    iface->config.max_inline         = config->max_inline;
     iface->config.timeout            = uct_gpumem_rc_timeout_exp(
                                                config->timeout);
     iface->config.retry_count        = ucs_min(config->retry_count, 7);
@@ -976,6 +976,97 @@ static void uct_gpumem_rc_iface_mpools_cleanup(uct_gpumem_rc_iface_t *iface)
     ucs_mpool_cleanup(&iface->op_mp, 1);
 }
 
+/* A queue pair on the interface's completion queue; NULL and errno where
+ * the device refuses it */
+static struct ibv_qp *
+uct_gpumem_rc_iface_qp_new(uct_gpumem_rc_iface_t *iface, unsigned max_inline,
+                           struct ibv_qp_cap *cap_p)
+{
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp *qp;
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.send_cq             = iface->cq;
+    init_attr.recv_cq             = iface->cq;
+    init_attr.qp_type             = IBV_QPT_RC;
+    init_attr.sq_sig_all          = 1;
+    init_attr.cap.max_send_wr     = iface->config.tx_queue_len;
+    init_attr.cap.max_send_sge    = iface->max_sge;
+    init_attr.cap.max_recv_wr     = 1;
+    init_attr.cap.max_recv_sge    = 1;
+    init_attr.cap.max_inline_data = max_inline;
+
+    qp = ibv_create_qp(iface->md->pd, &init_attr);
+    if (qp != NULL) {
+        *cap_p = init_attr.cap;
+    }
+    return qp;
+}
+
+ucs_status_t uct_gpumem_rc_iface_qp_create(uct_gpumem_rc_iface_t *iface,
+                                           unsigned max_inline,
+                                           struct ibv_qp **qp_p,
+                                           struct ibv_qp_cap *cap_p)
+{
+    struct ibv_qp *qp;
+
+    qp = uct_gpumem_rc_iface_qp_new(iface, max_inline, cap_p);
+    if (qp == NULL) {
+        ucs_error("gpumem_rc: %s:%u: ibv_create_qp(send_wr=%u, sge=%u, "
+                  "inline=%u) failed: %s", iface->md->domain.name,
+                  iface->port_num, iface->config.tx_queue_len, iface->max_sge,
+                  max_inline, strerror(errno));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    *qp_p = qp;
+    return UCS_OK;
+}
+
+/* The bytes of put short: MAX_INLINE, or what the device's queue pairs take
+ * where that is less. The device tells only by creating one (no attribute
+ * of ibv_query_device() says it), so a queue pair is made and destroyed
+ * here, asking less while the device refuses. */
+static ucs_status_t
+uct_gpumem_rc_iface_inline_init(uct_gpumem_rc_iface_t *iface,
+                                const uct_gpumem_rc_iface_config_t *config)
+{
+    unsigned max_inline = config->max_inline;
+    struct ibv_qp_cap cap;
+    struct ibv_qp *qp;
+    int ret;
+
+    while ((qp = uct_gpumem_rc_iface_qp_new(iface, max_inline,
+                                            &cap)) == NULL) {
+        if (max_inline == 0) {
+            ucs_error("gpumem_rc: %s:%u: ibv_create_qp(send_wr=%u, sge=%u) "
+                      "failed: %s", iface->md->domain.name, iface->port_num,
+                      iface->config.tx_queue_len, iface->max_sge,
+                      strerror(errno));
+            return UCS_ERR_IO_ERROR;
+        }
+
+        ucs_debug("gpumem_rc: %s:%u refuses queue pairs of %u inline bytes: "
+                  "%s", iface->md->domain.name, iface->port_num, max_inline,
+                  strerror(errno));
+        max_inline /= 2;
+    }
+
+    ret = ibv_destroy_qp(qp);
+    if (ret != 0) {
+        ucs_warn("gpumem_rc: ibv_destroy_qp(0x%x) failed: %s", qp->qp_num,
+                 strerror(ret));
+    }
+
+    iface->config.max_inline = ucs_min(max_inline, cap.max_inline_data);
+    if (iface->config.max_inline < config->max_inline) {
+        ucs_debug("gpumem_rc: %s:%u: MAX_INLINE is %u, the device's queue "
+                  "pairs take %u", iface->md->domain.name, iface->port_num,
+                  config->max_inline, iface->config.max_inline);
+    }
+    return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -1036,13 +1127,21 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
         goto err_destroy_cq;
     }
 
+    status = uct_gpumem_rc_iface_inline_init(self, config);
+    if (status != UCS_OK) {
+        goto err_cleanup_mpools;
+    }
+
     ucs_debug("gpumem_rc: iface %p on %s:%u, GID index %u, path MTU %u, "
-              "%.0f MB/s, %.0f ns", self, self->md->domain.name,
+              "inline %u, %.0f MB/s, %.0f ns", self, self->md->domain.name,
               self->port_num, self->gid_index, 128u << self->path_mtu,
+              self->config.max_inline,
               self->config.perf.bandwidth / UCS_MBYTE,
               self->config.perf.latency * 1e9);
     return UCS_OK;
 
+err_cleanup_mpools:
+    uct_gpumem_rc_iface_mpools_cleanup(self);
 err_destroy_cq:
     ibv_destroy_cq(self->cq);
     return status;

@@ -153,6 +153,16 @@ double uct_gpumem_rc_port_bandwidth(uint8_t width, uint8_t speed);
 
 
 /**
+ * Create a queue pair of the interface, taking @a max_inline bytes inline;
+ * @a cap_p: what the device made of the capabilities asked.
+ */
+ucs_status_t uct_gpumem_rc_iface_qp_create(uct_gpumem_rc_iface_t *iface,
+                                           unsigned max_inline,
+                                           struct ibv_qp **qp_p,
+                                           struct ibv_qp_cap *cap_p);
+
+
+/**
  * Whether the interface may post one more work request of @a ep now: room
  * in the endpoint's queue and the completion queue, and a bounce buffer.
  */
