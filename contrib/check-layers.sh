@@ -81,28 +81,49 @@ link_layer() {
     }
 }
 
+# The includes of file $2 (under root $1), each as the path under the root
+# it names (a quoted one resolved from the file's directory first, as the
+# compiler does), or the name as written where it names no file of ours
+includes_of() {
+    local root=$1 file=$2 dir line inc
+    dir=$(dirname "$file")
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^">]*\)[">].*/\1/p' \
+        "$file" |
+    while IFS= read -r line; do
+        inc=${line#?}
+        if [ "${line:0:1}" = '"' ] && [ -e "$dir/$inc" ]; then
+            realpath -m --relative-to="$root" "$dir/$inc"
+        elif [ -e "$root/${inc#uct/gpumem/}" ] && [ "$inc" != "${inc#uct/gpumem/}" ]; then
+            echo "${inc#uct/gpumem/}"
+        else
+            echo "=$inc"   # not ours: a system or UCX header, or config.h
+        fi
+    done
+}
+
 # Whether the includes of the files under $1 keep to their layers; prints
 # each that does not
 check_includes() {
-    local root=$1 layer file inc path allowed ok bad=0 dir
+    local root=$1 layer file path allowed ok bad=0 dir files=0
     for layer in $layers; do
-        [ -d "$root/$layer" ] || continue
+        if [ ! -d "$root/$layer" ]; then
+            echo "check-layers: no $root/$layer: not the plugin's sources"
+            return 1
+        fi
         while IFS= read -r file; do
-            while IFS= read -r inc; do
-                path=${inc#uct/gpumem/}
-                # A name without a directory is of the file's own
-                [ "$path" = "$inc" ] && case "$inc" in */*) ;; *) continue ;; esac
-                case "$inc" in uct/gpumem/*) ;; *) continue ;; esac
+            files=$((files + 1))
+            while IFS= read -r path; do
+                case "$path" in =*) continue ;; esac
                 ok=0
                 for allowed in ${includes[$layer]}; do
                     case "$path" in "$allowed"*) ok=1 ;; esac
                 done
                 if [ "$ok" -eq 0 ]; then
                     echo "check-layers: ${file#"$root"/} ($layer) includes" \
-                         "$inc, of a higher layer"
+                         "$path, of a higher layer"
                     bad=1
                 fi
-            done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^">]*\)[">].*/\1/p' "$file")
+            done < <(includes_of "$root" "$file")
         done < <(find "$root/$layer" -name '*.[ch]' | sort)
     done
 
@@ -111,15 +132,21 @@ check_includes() {
         dir=${file#"$root"/}
         dir=${dir%%/*}
         case " $layers " in *" $dir "*) continue ;; esac
-        while IFS= read -r inc; do
-            case "${inc#uct/gpumem/}" in
+        files=$((files + 1))
+        while IFS= read -r path; do
+            case "$path" in
             driver/*/*)
                 echo "check-layers: ${file#"$root"/} (UCT glue) includes" \
-                     "$inc, a driver's own header"
+                     "$path, a driver's own header"
                 bad=1 ;;
             esac
-        done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^">]*\)[">].*/\1/p' "$file")
+        done < <(includes_of "$root" "$file")
     done < <(find "$root" -name '*.[ch]' | sort)
+
+    if [ "$files" -eq 0 ]; then
+        echo "check-layers: no source file under $root"
+        return 1
+    fi
     return $bad
 }
 
@@ -145,8 +172,12 @@ EOF
         exit 1
     }
 
-    # The memory core, and a transport, including a driver's own header
-    mkdir -p "$work/src/mem" "$work/src/copy"
+    # The memory core, and a transport, including a driver's own header,
+    # by its full name and by a relative one
+    for layer in $layers copy driver/emu; do
+        mkdir -p "$work/src/$layer"
+    done
+    touch "$work/src/driver/emu/emu.h" "$work/src/gpumem_context.h"
     printf '#include <uct/gpumem/driver/emu/emu.h>\n' > "$work/src/mem/wrong.c"
     if check_includes "$work/src" > "$work/self.log"; then
         echo "check-layers: self-test: mem including driver/emu/emu.h" \
@@ -154,14 +185,20 @@ EOF
         exit 1
     fi
     rm "$work/src/mem/wrong.c"
-    printf '#include <uct/gpumem/driver/cuda/cuda_driver.h>\n' \
-        > "$work/src/copy/wrong.c"
+    printf '#include "../driver/emu/emu.h"\n' > "$work/src/copy/wrong.c"
     if check_includes "$work/src" > "$work/self.log"; then
-        echo "check-layers: self-test: copy including a driver's header" \
+        echo "check-layers: self-test: copy including ../driver/emu/emu.h" \
              "passed" >&2
         exit 1
     fi
-    echo "check-layers: self-test: a wrong call and a wrong include fail"
+    rm "$work/src/copy/wrong.c"
+    printf '#include "../gpumem_context.h"\n' > "$work/src/topo/wrong.c"
+    if check_includes "$work/src" > "$work/self.log"; then
+        echo "check-layers: self-test: topo including ../gpumem_context.h" \
+             "passed" >&2
+        exit 1
+    fi
+    echo "check-layers: self-test: a wrong call and wrong includes fail"
 fi
 
 status=0

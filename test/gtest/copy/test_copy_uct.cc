@@ -54,6 +54,23 @@ struct counted_comp {
     }
 };
 
+/* A completion that destroys an endpoint when it is called */
+struct destroying_comp : counted_comp {
+    uct_ep_h ep;
+
+    explicit destroying_comp(uct_ep_h ep_) : ep(ep_) {
+        uct.func = destroy;
+    }
+
+    static void destroy(uct_completion_t *self) {
+        destroying_comp *comp = ucs_container_of(self, destroying_comp, uct);
+
+        counted_comp::done(self);
+        uct_ep_destroy(comp->ep);
+        comp->ep = NULL;
+    }
+};
+
 struct bcopy_arg {
     const char *src;
     char       *dst;
@@ -687,6 +704,67 @@ TEST_F(copy_uct, ep_destroyed_with_copies_in_flight_still_lands_them) {
     wait(comp);
     EXPECT_EQ(UCS_OK, comp.status);
     EXPECT_TRUE(in == from_device(dev, size));
+    device_free(dev);
+}
+
+/* A completion may destroy its endpoint while the endpoint's other copies
+ * complete in the same progress: they count it no more by then */
+TEST_F(copy_uct, ep_destroyed_by_a_completion_leaves_its_other_copies_whole) {
+    const size_t size    = 1 << 20;
+    const std::string in = pattern(size, 8);
+    std::string head(64, '\0');
+    uct_ep_h ep;
+    counted_comp second;
+    char *dev;
+
+    connect();
+    ASSERT_EQ(UCS_OK, try_connect(m_iface, m_iface, &ep));
+    destroying_comp first(ep);
+    dev = (char*)device_alloc(2 * size);
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, (void*)in.data(), size, dev,
+                                    &first, ep));
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, (void*)in.data(), size, dev + size,
+                                    &second, ep));
+    /* Both land before the short after the fence: one progress gives both
+     * completions */
+    EXPECT_EQ(UCS_OK, uct_ep_fence(ep, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_get_short(ep, &head[0], head.size(),
+                                       (uintptr_t)dev, UCT_INVALID_RKEY));
+    EXPECT_EQ(2u, uct_iface_progress(m_iface));
+    EXPECT_EQ(1, first.calls);
+    EXPECT_EQ(1, second.calls);
+    EXPECT_TRUE(first.ep == NULL);
+    EXPECT_EQ(UCS_OK, second.status);
+    EXPECT_TRUE(in == from_device(dev + size, size));
+    EXPECT_EQ(UCS_OK, uct_iface_flush(m_iface, 0, NULL));
+    device_free(dev);
+}
+
+/* A flush completes after what was posted before it and before what was
+ * posted after it, in one progress as in several */
+TEST_F(copy_uct, flush_completes_between_the_copies_around_it) {
+    const size_t size    = 1 << 20;
+    const std::string in = pattern(size, 9);
+    std::string head(64, '\0');
+    std::vector<int> order;
+    counted_comp before(1, &order), flush(2, &order), after(3, &order);
+    char *dev;
+
+    connect();
+    dev = (char*)device_alloc(2 * size);
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, (void*)in.data(), size, dev,
+                                    &before));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_ep, 0, &flush.uct));
+    ASSERT_EQ(UCS_INPROGRESS, zcopy(true, (void*)in.data(), size, dev + size,
+                                    &after));
+    EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_get_short(m_ep, &head[0], head.size(),
+                                       (uintptr_t)dev, UCT_INVALID_RKEY));
+    uct_iface_progress(m_iface);
+    ASSERT_EQ(3u, order.size());
+    EXPECT_EQ(1, order[0]);
+    EXPECT_EQ(2, order[1]);
+    EXPECT_EQ(3, order[2]);
     device_free(dev);
 }
 

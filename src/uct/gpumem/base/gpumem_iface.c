@@ -17,6 +17,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/arch/cpu.h>
 #include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
 #include <sys/eventfd.h>
 #include <errno.h>
 #include <limits.h>
@@ -169,15 +170,21 @@ ucs_status_t uct_gpumem_iface_flush_ops(uct_gpumem_iface_t *iface,
     return UCS_INPROGRESS;
 }
 
+/* An operation off the queue: its ep counts it no more, before any
+ * completion is called, since a completion may destroy the ep */
+static void uct_gpumem_iface_op_dequeued(uct_gpumem_iface_op_t *op)
+{
+    if (op->ep != NULL) {
+        ucs_assert(op->ep->outstanding > 0);
+        --op->ep->outstanding;
+        op->ep = NULL;
+    }
+}
+
 static void uct_gpumem_iface_op_complete(uct_gpumem_iface_op_t *op)
 {
     uct_completion_t *comp = op->comp;
     ucs_status_t status    = op->status;
-
-    if (op->ep != NULL) {
-        ucs_assert(op->ep->outstanding > 0);
-        --op->ep->outstanding;
-    }
 
     ucs_mpool_put_inline(op);
     if (comp != NULL) {
@@ -185,9 +192,10 @@ static void uct_gpumem_iface_op_complete(uct_gpumem_iface_op_t *op)
     }
 }
 
-/* Flushes whose operations all completed: those older than the oldest
- * operation still out */
-static unsigned uct_gpumem_iface_complete_flushes(uct_gpumem_iface_t *iface)
+/* The flushes that wait for nothing still queued and were posted before
+ * @a next (the sequence of the next completion to give), in order */
+static unsigned uct_gpumem_iface_complete_flushes(uct_gpumem_iface_t *iface,
+                                                  uint64_t next)
 {
     uint64_t oldest = ucs_queue_is_empty(&iface->ops) ? UINT64_MAX :
                       ucs_queue_head_elem_non_empty(&iface->ops,
@@ -199,7 +207,7 @@ static unsigned uct_gpumem_iface_complete_flushes(uct_gpumem_iface_t *iface)
     while (!ucs_queue_is_empty(&iface->flushes)) {
         flush = ucs_queue_head_elem_non_empty(&iface->flushes,
                                               uct_gpumem_iface_op_t, queue);
-        if (flush->seq >= oldest) {
+        if ((flush->seq >= oldest) || (flush->seq >= next)) {
             break;
         }
 
@@ -227,6 +235,7 @@ unsigned uct_gpumem_iface_progress(uct_iface_h tl_iface)
         if ((op->status != UCS_INPROGRESS) &&
             (count < iface->config.max_poll)) {
             ucs_queue_del_iter(&iface->ops, iter);
+            uct_gpumem_iface_op_dequeued(op);
             ucs_queue_push(&done, &op->queue);
             ++count;
         } else if (iface->in_order) {
@@ -238,11 +247,13 @@ unsigned uct_gpumem_iface_progress(uct_iface_h tl_iface)
         iface->fenced = 0;
     }
 
+    /* A flush completes before what was posted after it */
     ucs_queue_for_each_extract(op, &done, queue, 1) {
+        count += uct_gpumem_iface_complete_flushes(iface, op->seq);
         uct_gpumem_iface_op_complete(op);
     }
 
-    return count + uct_gpumem_iface_complete_flushes(iface);
+    return count + uct_gpumem_iface_complete_flushes(iface, UINT64_MAX);
 }
 
 ucs_status_t uct_gpumem_iface_flush(uct_iface_h tl_iface,
@@ -292,6 +303,21 @@ void uct_gpumem_iface_query_common(uct_gpumem_iface_t *iface,
     iface_attr->cap.am.max_iov         = 1;
 
     uct_gpumem_iface_perf_attr(&iface->config.perf, iface_attr);
+}
+
+void uct_gpumem_iface_set_perf(uct_gpumem_iface_t *iface, double bandwidth,
+                               ucs_time_t latency, double overhead,
+                               double dflt_bandwidth, double dflt_latency,
+                               int shared)
+{
+    uct_gpumem_iface_perf_t *perf = &iface->config.perf;
+
+    perf->bandwidth = UCS_CONFIG_DBL_IS_AUTO(bandwidth) ? dflt_bandwidth :
+                      bandwidth;
+    perf->latency   = (latency == UCS_TIME_AUTO) ? dflt_latency :
+                      ucs_time_to_sec(latency);
+    perf->overhead  = overhead;
+    perf->shared    = shared;
 }
 
 ucs_status_t uct_gpumem_iface_estimate_perf(uct_iface_h tl_iface,

@@ -172,6 +172,18 @@ ucs_status_t uct_gpumem_iface_flush_ops(uct_gpumem_iface_t *iface,
                                         uct_gpumem_ep_t *ep,
                                         uct_completion_t *comp);
 
+/**
+ * The estimates UCP selects by: each of @a bandwidth and @a latency the
+ * setting given (UCX_GPUMEM_<TL>_BW, _LATENCY), or where it is auto
+ * (UCS_CONFIG_DBL_AUTO, UCS_TIME_AUTO) the transport's own figure,
+ * @a dflt_bandwidth and @a dflt_latency (seconds); @a shared: the bandwidth
+ * is shared by the machine's processes.
+ */
+void uct_gpumem_iface_set_perf(uct_gpumem_iface_t *iface, double bandwidth,
+                               ucs_time_t latency, double overhead,
+                               double dflt_bandwidth, double dflt_latency,
+                               int shared);
+
 /* The common part of uct_iface_query(): the base's, the addresses' sizes
  * left to the transport, no active messages, events and estimates */
 void uct_gpumem_iface_query_common(uct_gpumem_iface_t *iface,

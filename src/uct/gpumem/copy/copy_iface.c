@@ -393,17 +393,13 @@ static void
 uct_gpumem_copy_iface_set_estimates(uct_gpumem_copy_iface_t *self,
                                     const uct_gpumem_copy_iface_config_t *config)
 {
-    uct_gpumem_iface_perf_t *perf = &self->super.config.perf;
     gpumem_copy_perf_t engine;
 
     /* One engine serves as all: the GPUs of a process have one driver */
     gpumem_copy_engine_perf(self->super.context->gpus[0], &engine);
-    perf->bandwidth = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
-                      engine.bandwidth : config->bandwidth;
-    perf->latency   = (config->latency == UCS_TIME_AUTO) ?
-                      engine.latency : ucs_time_to_sec(config->latency);
-    perf->overhead  = config->overhead;
-    perf->shared    = engine.shared;
+    uct_gpumem_iface_set_perf(&self->super, config->bandwidth, config->latency,
+                              config->overhead, engine.bandwidth,
+                              engine.latency, engine.shared);
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,

@@ -324,18 +324,14 @@ static void
 uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
                                    const uct_gpumem_ipc_iface_config_t *config)
 {
-    uct_gpumem_iface_perf_t *perf = &self->super.config.perf;
+    const uct_gpumem_iface_perf_t *perf = &self->super.config.perf;
 
+    /* The path's links carry every process's copies */
     uct_gpumem_ipc_best_path(uct_gpumem_ipc_iface_context(self),
                              self->md->gpu, &self->path);
-
-    perf->bandwidth = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth) ?
-                      self->path.bandwidth : config->bandwidth;
-    perf->latency   = (config->latency == UCS_TIME_AUTO) ?
-                      self->path.latency : ucs_time_to_sec(config->latency);
-    perf->overhead  = config->overhead;
-    /* The path's links carry every process's copies */
-    perf->shared    = 1;
+    uct_gpumem_iface_set_perf(&self->super, config->bandwidth, config->latency,
+                              config->overhead, self->path.bandwidth,
+                              self->path.latency, 1);
     ucs_debug("gpumemipc: iface %p of GPU %u: %s path, %.0f MB/s, %.2f us",
               self, self->md->gpu, self->path.name,
               perf->bandwidth / UCS_MBYTE, perf->latency * UCS_USEC_PER_SEC);

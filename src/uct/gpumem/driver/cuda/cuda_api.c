@@ -1,5 +1,6 @@
 /**
- * gpumem cuda driver: opening libcuda.so.1 and filling the entry points.
+ * gpumem cuda driver: opening libcuda.so.1, filling the entry points, and
+ * the names the driver gives its results.
  *
  * See file LICENSE for terms.
  */
@@ -61,6 +62,31 @@ err_close:
     return UCS_ERR_UNSUPPORTED;
 }
 
+const char *gpumem_cuda_error_name(CUresult result, char *buf, size_t max)
+{
+    const char *name = NULL;
+
+    if ((gpumem_cuda_api.cuGetErrorName == NULL) ||
+        (gpumem_cuda_api.cuGetErrorName(result, &name) != CUDA_SUCCESS) ||
+        (name == NULL)) {
+        ucs_snprintf_zero(buf, max, "CUresult %d", (int)result);
+        return buf;
+    }
+    return name;
+}
+
+const char *gpumem_cuda_error_string(CUresult result)
+{
+    const char *string = NULL;
+
+    if ((gpumem_cuda_api.cuGetErrorString == NULL) ||
+        (gpumem_cuda_api.cuGetErrorString(result, &string) != CUDA_SUCCESS) ||
+        (string == NULL)) {
+        return "unknown error";
+    }
+    return string;
+}
+
 static void gpumem_cuda_api_init(void)
 {
     char name[64];
@@ -77,7 +103,8 @@ static void gpumem_cuda_api_init(void)
                           "cuInit: %s: %s",
                           gpumem_cuda_error_name(res, name, sizeof(name)),
                           gpumem_cuda_error_string(res));
-        gpumem_cuda_api_status = gpumem_cuda_status(res);
+        /* No usable device, whatever the driver's reason */
+        gpumem_cuda_api_status = UCS_ERR_NO_DEVICE;
         return;
     }
 

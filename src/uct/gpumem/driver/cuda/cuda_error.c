@@ -74,31 +74,6 @@ ucs_status_t gpumem_cuda_status(CUresult result)
     }
 }
 
-const char *gpumem_cuda_error_name(CUresult result, char *buf, size_t max)
-{
-    const char *name = NULL;
-
-    if ((gpumem_cuda_api.cuGetErrorName == NULL) ||
-        (gpumem_cuda_api.cuGetErrorName(result, &name) != CUDA_SUCCESS) ||
-        (name == NULL)) {
-        ucs_snprintf_zero(buf, max, "CUresult %d", (int)result);
-        return buf;
-    }
-    return name;
-}
-
-const char *gpumem_cuda_error_string(CUresult result)
-{
-    const char *string = NULL;
-
-    if ((gpumem_cuda_api.cuGetErrorString == NULL) ||
-        (gpumem_cuda_api.cuGetErrorString(result, &string) != CUDA_SUCCESS) ||
-        (string == NULL)) {
-        return "unknown error";
-    }
-    return string;
-}
-
 ucs_status_t gpumem_cuda_log_result(ucs_log_level_t level, CUresult result,
                                     const char *call, const char *fmt, ...)
 {

@@ -128,7 +128,7 @@ gpumem_cuda_mem(gpumem_driver_mem_t *mem)
 
 
 /*
- * cuda_driver.c: the driver is a guest in the application's threads. Each
+ * cuda_ctx.c: the driver is a guest in the application's threads. Each
  * operation pushes the GPU's primary context over whatever the caller has
  * current for its driver calls, and pops it before it returns, on every
  * path: the caller's current context (or none) is the same after any call
@@ -184,12 +184,17 @@ ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
                                      const void *addr, void *buf,
                                      size_t *length_p,
                                      gpumem_driver_addr_attr_t *attr);
-ucs_status_t gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
-                                    gpumem_driver_addr_attr_t *attr);
 ucs_status_t gpumem_cuda_bar_map(gpumem_driver_mem_t *mem, void **addr_p);
 void gpumem_cuda_bar_unmap(gpumem_driver_mem_t *mem, void *addr);
 ucs_status_t gpumem_cuda_dmabuf_export(gpumem_driver_mem_t *mem, int *fd_p,
                                        size_t *offset_p);
+
+/* cuda_addr.c: whether @a addr is device memory of the driver's GPUs, and
+ * the allocation that holds it */
+int gpumem_cuda_is_device_addr(gpumem_driver_t *driver, const void *addr,
+                               unsigned *gpu_index_p);
+ucs_status_t gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
+                                    gpumem_driver_addr_attr_t *attr);
 
 /* cuda_host.c: system memory for the GPUs */
 ucs_status_t gpumem_cuda_pin(gpumem_driver_gpu_t *gpu, void *addr,

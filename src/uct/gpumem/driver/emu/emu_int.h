@@ -211,11 +211,11 @@ gpumem_emu_mem_gpu(gpumem_driver_mem_t *mem)
 }
 
 
-/* emu.c: an injected fault of that kind, consumed (GPU lock held) */
+/* emu_guard.c: an injected fault of that kind, consumed (GPU lock held) */
 int gpumem_emu_fault_take(gpumem_emu_gpu_t *gpu, gpumem_driver_fault_t fault);
 
-/* emu.c: UCS_ERR_NOT_CONNECTED, logged, once the GPU is released (GPU lock
- * held) */
+/* emu_guard.c: UCS_ERR_NOT_CONNECTED, logged, once the GPU is released
+ * (GPU lock held) */
 ucs_status_t gpumem_emu_check_live(gpumem_emu_gpu_t *gpu, const char *what);
 
 
