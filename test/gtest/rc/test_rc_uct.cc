@@ -1168,6 +1168,8 @@ TEST_F(rc_uct, queue_pair_settings_take_effect) {
 TEST_F(rc_uct, queue_pair_settings_out_of_range_refuse_to_open) {
     open_md();
     for (auto &bad : settings_t{{"HOP_LIMIT", "256"}, {"SL", "16"},
+                                {"RETRY_COUNT", "8"},
+                                {"RNR_RETRY_COUNT", "8"},
                                 {"TX_MAX_BUFS", "0"},
                                 {"PKEY", "0x8000"}, {"PKEY", "0x1234"}}) {
         log_capture log;

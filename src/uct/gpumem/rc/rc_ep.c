@@ -603,15 +603,23 @@ static ucs_status_t uct_gpumem_rc_ep_zcopy(uct_gpumem_rc_ep_t *ep,
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
-/* A bounce buffer, or NULL while every one is in flight */
-static UCS_F_ALWAYS_INLINE uct_gpumem_rc_desc_t *
-uct_gpumem_rc_ep_desc_get(uct_gpumem_rc_iface_t *iface)
+/* A bounce buffer: UCS_ERR_NO_RESOURCE while every one the pool may have
+ * is in flight (pending requests wait for one), UCS_ERR_NO_MEMORY where the
+ * pool could not grow (its allocator logged why) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_gpumem_rc_ep_desc_get(uct_gpumem_rc_iface_t *iface,
+                          uct_gpumem_rc_desc_t **desc_p)
 {
     uct_gpumem_rc_desc_t *desc;
 
     UCT_TL_IFACE_GET_TX_DESC(&iface->super, &iface->desc_mp, desc,
-                             return NULL);
-    return desc;
+                             goto err);
+    *desc_p = desc;
+    return UCS_OK;
+
+err:
+    return ucs_mpool_is_empty(&iface->desc_mp) ? UCS_ERR_NO_RESOURCE :
+                                                 UCS_ERR_NO_MEMORY;
 }
 
 /* Post @a length bytes of the bounce buffer @a desc: an RDMA WRITE of what
@@ -706,9 +714,9 @@ ssize_t uct_gpumem_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return status;
     }
 
-    desc = uct_gpumem_rc_ep_desc_get(iface);
-    if (desc == NULL) {
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_gpumem_rc_ep_desc_get(iface, &desc);
+    if (status != UCS_OK) {
+        return status;
     }
 
     length = pack_cb(desc->data, arg);
@@ -755,9 +763,9 @@ ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return status;
     }
 
-    desc = uct_gpumem_rc_ep_desc_get(iface);
-    if (desc == NULL) {
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_gpumem_rc_ep_desc_get(iface, &desc);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_READ, desc,
@@ -954,9 +962,9 @@ static ucs_status_t uct_gpumem_rc_ep_read_back(uct_gpumem_rc_iface_t *iface,
         return status;
     }
 
-    desc = uct_gpumem_rc_ep_desc_get(iface);
-    if (desc == NULL) {
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_gpumem_rc_ep_desc_get(iface, &desc);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_READ, desc, 1,

@@ -766,6 +766,9 @@ uct_gpumem_rc_iface_check_params(uct_gpumem_rc_iface_t *iface,
     return uct_gpumem_iface_check_am_alignment(params, UCT_GPUMEM_RC_TL_NAME);
 }
 
+/* The most times a queue pair sends again: 3 bits of its attributes */
+#define UCT_GPUMEM_RC_RETRY_MAX  7
+
 /* Settings no device could take */
 static ucs_status_t
 uct_gpumem_rc_iface_check_config(const uct_gpumem_rc_iface_config_t *config)
@@ -774,6 +777,14 @@ uct_gpumem_rc_iface_check_config(const uct_gpumem_rc_iface_config_t *config)
         (config->seg_size == 0) || (config->tx_mp.max_bufs == 0)) {
         ucs_error("gpumem_rc: TX_QUEUE_LEN, CQ_LEN, SEG_SIZE and TX_MAX_BUFS "
                   "must not be 0");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->retry_count > UCT_GPUMEM_RC_RETRY_MAX) ||
+        (config->rnr_retry_count > UCT_GPUMEM_RC_RETRY_MAX)) {
+        ucs_error("gpumem_rc: RETRY_COUNT is %u and RNR_RETRY_COUNT %u, each "
+                  "at most %u", config->retry_count, config->rnr_retry_count,
+                  UCT_GPUMEM_RC_RETRY_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -866,10 +877,10 @@ uct_gpumem_rc_iface_qp_config_init(uct_gpumem_rc_iface_t *iface,
     iface->config.seg_size           = config->seg_size;
     iface->config.timeout            = uct_gpumem_rc_timeout_exp(
                                                config->timeout);
-    iface->config.retry_count        = ucs_min(config->retry_count, 7);
+    iface->config.retry_count        = config->retry_count;
     iface->config.rnr_timer          = uct_gpumem_rc_rnr_timer(
                                                config->rnr_timeout);
-    iface->config.rnr_retry          = ucs_min(config->rnr_retry_count, 7);
+    iface->config.rnr_retry          = config->rnr_retry_count;
     iface->config.hop_limit          = config->hop_limit;
     iface->config.sl                 = config->sl;
     iface->config.max_rd_atomic      = ucs_min(config->max_rd_atomic,
@@ -1038,7 +1049,9 @@ uct_gpumem_rc_iface_inline_init(uct_gpumem_rc_iface_t *iface,
 
     while ((qp = uct_gpumem_rc_iface_qp_new(iface, max_inline,
                                             &cap)) == NULL) {
-        if (max_inline == 0) {
+        /* A device refuses an inline size it cannot take with EINVAL; any
+         * other failure is not the size's */
+        if ((max_inline == 0) || (errno != EINVAL)) {
             ucs_error("gpumem_rc: %s:%u: ibv_create_qp(send_wr=%u, sge=%u) "
                       "failed: %s", iface->md->domain.name, iface->port_num,
                       iface->config.tx_queue_len, iface->max_sge,
@@ -1060,7 +1073,7 @@ uct_gpumem_rc_iface_inline_init(uct_gpumem_rc_iface_t *iface,
 
     iface->config.max_inline = ucs_min(max_inline, cap.max_inline_data);
     if (iface->config.max_inline < config->max_inline) {
-        ucs_debug("gpumem_rc: %s:%u: MAX_INLINE is %u, the device's queue "
+        ucs_diag("gpumem_rc: %s:%u: MAX_INLINE is %u, the device's queue "
                   "pairs take %u", iface->md->domain.name, iface->port_num,
                   config->max_inline, iface->config.max_inline);
     }
