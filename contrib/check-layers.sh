@@ -6,6 +6,8 @@
 #  - link: each layer's convenience library is linked into a shared object
 #    with only the layers below it and the outside libraries, with every
 #    symbol defined (-z defs), so that a call to a higher layer fails;
+#  - cycles: no two files of a driver call each other, directly or around a
+#    loop (its ops-table file uses the others, and none uses it);
 #  - include: no file of a layer includes a header of a higher one; the
 #    memory core and the UCT glue include no driver's own header, only the
 #    interface of every driver and the table of drivers.
@@ -79,6 +81,39 @@ link_layer() {
             sort -u | sed "s/^/check-layers: $layer: /"
         return 1
     }
+}
+
+# The calls between the objects of archive $1, as "caller callee" lines
+object_calls() {
+    nm -A "$1" | awk '
+        { n = split($1, part, ":"); obj = part[2] }
+        $2 == "U"               { used[obj, $3] = 1; next }
+        $2 ~ /^[TDBR]$/         { owner[$3] = obj }
+        END {
+            for (key in used) {
+                split(key, k, SUBSEP)
+                if ((k[2] in owner) && (owner[k[2]] != k[1])) {
+                    print k[1], owner[k[2]]
+                }
+            }
+        }' | sort -u
+}
+
+# Whether the objects of archive $1 call each other around a loop; prints
+# the loop where they do
+check_cycles() {
+    local calls
+    calls=$(object_calls "$1")
+    if [ -z "$calls" ]; then
+        echo "check-layers: no calls between the objects of $1"
+        return 1
+    fi
+    if ! echo "$calls" | tsort > /dev/null 2> "$work/tsort.log"; then
+        echo "check-layers: objects of $(basename "$1") call each other" \
+             "around a loop:"
+        sed 's/^tsort: /check-layers:   /' "$work/tsort.log"
+        return 1
+    fi
 }
 
 # The includes of file $2 (under root $1), each as the path under the root
@@ -198,7 +233,23 @@ EOF
              "passed" >&2
         exit 1
     fi
-    echo "check-layers: self-test: a wrong call and wrong includes fail"
+    # Two objects calling each other
+    printf 'void gpumem_check_layers_a(void);\nvoid gpumem_check_layers_b(void) { gpumem_check_layers_a(); }\n' \
+        > "$work/b.c"
+    printf 'void gpumem_check_layers_b(void);\nvoid gpumem_check_layers_a(void) { gpumem_check_layers_b(); }\n' \
+        > "$work/a.c"
+    $cc -fPIC -c -o "$work/a.o" "$work/a.c"
+    $cc -fPIC -c -o "$work/b.o" "$work/b.c"
+    ar rc "$work/loop.a" "$work/a.o" "$work/b.o"
+    if check_cycles "$work/loop.a" > "$work/self.log" ||
+       ! grep -q "around a loop" "$work/self.log"; then
+        echo "check-layers: self-test: two objects calling each other" \
+             "were not found:" >&2
+        cat "$work/self.log" >&2
+        exit 1
+    fi
+    echo "check-layers: self-test: a wrong call, wrong includes and a loop" \
+         "of calls fail"
 fi
 
 status=0
@@ -209,6 +260,11 @@ for layer in $layers; do
         status=1
     fi
 done
+if check_cycles "$libdir/libgpumem_driver.a"; then
+    echo "check-layers: the drivers' files call each other around no loop"
+else
+    status=1
+fi
 check_includes "$srcdir" || status=1
 [ "$status" -eq 0 ] && echo "check-layers: every include keeps to its layer"
 exit $status

@@ -172,7 +172,7 @@ static ucs_status_t gpumem_emu_gpu_init(gpumem_emu_gpu_t *gpu)
         goto err;
     }
 
-    status = gpumem_emu_state_attach(gpu);
+    status = gpumem_emu_state_attach(gpu, &gpumem_emu_vram_recovery);
     if (status != UCS_OK) {
         goto err;
     }

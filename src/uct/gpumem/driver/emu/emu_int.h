@@ -95,6 +95,24 @@ typedef struct gpumem_emu_va_range {
 /**
  * An emulated GPU, as this process drives it.
  */
+struct gpumem_emu_gpu;
+
+/*
+ * What locking the shared state recovers through the allocator that keeps
+ * the state (emu_vram.c): the changes a writer that died holding the lock
+ * left half-done, and what a dead process held. The state's file and lock
+ * (emu_state.c) call them, and the allocator takes the lock: given at
+ * attach, so that neither file calls the other back.
+ */
+typedef struct gpumem_emu_recovery {
+    /* Rebuilds the order of extents from the extents themselves and gives
+     * back what no process holds, after @a writer died changing them */
+    void (*repair)(struct gpumem_emu_gpu *gpu, int writer);
+    /* Gives back what process slot @a proc_slot held */
+    void (*drop_proc)(struct gpumem_emu_gpu *gpu, unsigned proc_slot);
+} gpumem_emu_recovery_t;
+
+
 typedef struct gpumem_emu_gpu {
     gpumem_emu_driver_t   *driver;
     unsigned              index;
@@ -105,6 +123,8 @@ typedef struct gpumem_emu_gpu {
 
     pthread_mutex_t       lock;
     int                   released;     /* Bus mastering is off */
+    const gpumem_emu_recovery_t *recovery; /* Of the shared state, through
+                                              its allocator */
     /* Injected faults that the next matching operations meet, by kind */
     unsigned              faults[GPUMEM_EMU_FAULT_KINDS];
 
@@ -226,7 +246,8 @@ ucs_status_t gpumem_emu_topology_apply(const gpumem_emu_config_t *config,
 
 
 /* emu_state.c: the shared VRAM and allocator state of a GPU */
-ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu);
+ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu,
+                                     const gpumem_emu_recovery_t *recovery);
 /* While @a taken, no other process attaches to the GPU */
 void gpumem_emu_state_keep_taken(gpumem_emu_gpu_t *gpu, int taken);
 void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu);
@@ -264,7 +285,8 @@ static UCS_F_ALWAYS_INLINE void gpumem_emu_test_point(gpumem_emu_point_t point)
 /* emu_vram.c: VRAM allocation; holds (GPU lock held) */
 void gpumem_emu_vram_hold(gpumem_emu_gpu_t *gpu, uint32_t extent);
 void gpumem_emu_vram_unhold(gpumem_emu_gpu_t *gpu, uint32_t extent);
-void gpumem_emu_vram_drop_proc(gpumem_emu_gpu_t *gpu, unsigned proc_slot);
+/* The recovery of the shared state through the allocator (state lock held) */
+extern const gpumem_emu_recovery_t gpumem_emu_vram_recovery;
 gpumem_emu_mem_t *gpumem_emu_vram_mem_new(gpumem_emu_gpu_t *gpu,
                                           uint32_t extent, int imported);
 void gpumem_emu_vram_cleanup(gpumem_emu_gpu_t *gpu);
@@ -273,10 +295,6 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *gpu, size_t size,
                                   gpumem_driver_mem_t **mem_p);
 void gpumem_emu_mem_free(gpumem_driver_mem_t *mem);
 size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *gpu);
-/* Rebuilds the order of extents from the extents themselves and gives back
- * what no process holds, after @a writer died changing them (state lock
- * held) */
-void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer);
 /* Whether the state is consistent; what is not, in @a why (state lock
  * held) */
 int gpumem_emu_vram_check(gpumem_emu_gpu_t *gpu, char *why, size_t max);

@@ -103,7 +103,7 @@ void gpumem_emu_state_sweep(gpumem_emu_gpu_t *gpu, int thorough)
 
         gpumem_emu_gpu_debug(gpu, "process %d died attached: dropping what "
                              "it held", proc->pid);
-        gpumem_emu_vram_drop_proc(gpu, slot);
+        gpu->recovery->drop_proc(gpu, slot);
     }
 }
 
@@ -115,7 +115,7 @@ static void gpumem_emu_state_begin_write(gpumem_emu_gpu_t *gpu)
     gpumem_emu_state_t *state = gpu->state;
 
     if (state->writer != 0) {
-        gpumem_emu_vram_repair(gpu, state->writer);
+        gpu->recovery->repair(gpu, state->writer);
     }
     state->writer = getpid();
 }
@@ -478,7 +478,8 @@ static void gpumem_emu_state_close(gpumem_emu_gpu_t *gpu)
     gpu->state_fd = -1;
 }
 
-ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu)
+ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu,
+                                     const gpumem_emu_recovery_t *recovery)
 {
     gpumem_emu_driver_t *driver = gpu->driver;
     ucs_status_t status;
@@ -486,6 +487,7 @@ ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu)
     void *window;
 
     gpu->proc_slot = GPUMEM_EMU_NO_SLOT;
+    gpu->recovery  = recovery;
     if (snprintf(gpu->state_path, sizeof(gpu->state_path),
                  "%s/gpumem-emu.%u.%016lx.%s", driver->shm_dir,
                  (unsigned)geteuid(), (unsigned long)driver->machine_hash,
@@ -551,7 +553,7 @@ void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu)
     }
 
     gpumem_emu_state_lock(gpu);
-    gpumem_emu_vram_drop_proc(gpu, gpu->proc_slot);
+    gpu->recovery->drop_proc(gpu, gpu->proc_slot);
     gpu->proc_slot = GPUMEM_EMU_NO_SLOT;
     gpumem_emu_state_sweep(gpu, 1);
     gpumem_emu_state_unlink_unused(gpu);

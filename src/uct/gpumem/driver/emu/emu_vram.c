@@ -174,7 +174,7 @@ static int gpumem_emu_vram_extent_is_sane(const gpumem_emu_gpu_t *gpu,
            (extent->size <= gpu->vram_size - extent->offset);
 }
 
-void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer)
+static void gpumem_emu_vram_repair(gpumem_emu_gpu_t *gpu, int writer)
 {
     gpumem_emu_state_t *state = gpu->state;
     gpumem_emu_vram_place_ref_t *refs;
@@ -293,7 +293,8 @@ static void gpumem_emu_vram_release(gpumem_emu_gpu_t *gpu, uint32_t slot,
     }
 }
 
-void gpumem_emu_vram_drop_proc(gpumem_emu_gpu_t *gpu, unsigned proc_slot)
+static void gpumem_emu_vram_drop_proc(gpumem_emu_gpu_t *gpu,
+                                      unsigned proc_slot)
 {
     gpumem_emu_state_t *state = gpu->state;
     unsigned pos;
@@ -312,6 +313,11 @@ void gpumem_emu_vram_drop_proc(gpumem_emu_gpu_t *gpu, unsigned proc_slot)
     }
     memset(&state->procs[proc_slot], 0, sizeof(state->procs[proc_slot]));
 }
+
+const gpumem_emu_recovery_t gpumem_emu_vram_recovery = {
+    .repair    = gpumem_emu_vram_repair,
+    .drop_proc = gpumem_emu_vram_drop_proc
+};
 
 void gpumem_emu_vram_hold(gpumem_emu_gpu_t *gpu, uint32_t slot)
 {
