@@ -21,16 +21,6 @@
 
 
 #ifdef GPUMEM_FAULT_INJECTION
-int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu, gpumem_driver_fault_t fault)
-{
-    if ((fault >= ucs_static_array_size(gpu->faults)) ||
-        (gpu->faults[fault] == 0)) {
-        return 0;
-    }
-    --gpu->faults[fault];
-    return 1;
-}
-
 static void gpumem_cuda_inject_fault(gpumem_driver_gpu_t *handle,
                                      gpumem_driver_fault_t fault)
 {

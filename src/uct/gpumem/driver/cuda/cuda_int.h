@@ -139,9 +139,17 @@ ucs_status_t gpumem_cuda_ctx_push(gpumem_cuda_gpu_t *gpu, const char *what);
 void gpumem_cuda_ctx_pop(gpumem_cuda_gpu_t *gpu);
 
 #ifdef GPUMEM_FAULT_INJECTION
-/* cuda_driver.c: a fault a test injected, consumed */
-int gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu,
-                           gpumem_driver_fault_t fault);
+/* A fault a test injected (the inject_fault op), consumed */
+static UCS_F_ALWAYS_INLINE int
+gpumem_cuda_fault_take(gpumem_cuda_gpu_t *gpu, gpumem_driver_fault_t fault)
+{
+    if ((fault >= ucs_static_array_size(gpu->faults)) ||
+        (gpu->faults[fault] == 0)) {
+        return 0;
+    }
+    --gpu->faults[fault];
+    return 1;
+}
 #else
 /* Faults are injected in test builds only (--enable-fault-injection): here
  * none ever is, and the checks compile to nothing */
