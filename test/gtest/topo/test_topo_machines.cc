@@ -15,6 +15,7 @@ extern "C" {
 }
 
 #include <fstream>
+#include <sstream>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -103,6 +104,41 @@ protected:
 
     bool reason_has(const std::string &text) const {
         return std::string(m_verdict.reason).find(text) != std::string::npos;
+    }
+
+    /* Takes out of @a doc every element that opens with @a open and closes
+     * with @a close (or is empty), holding no element of its own kind */
+    static void erase_elements(std::string &doc, const std::string &open,
+                               const std::string &close) {
+        size_t start, tag_end, end;
+
+        while ((start = doc.find(open)) != std::string::npos) {
+            tag_end = doc.find('>', start);
+            ASSERT_NE(std::string::npos, tag_end);
+            end = (doc[tag_end - 1] == '/') ? (tag_end + 1) :
+                  doc.find(close, tag_end);
+            ASSERT_NE(std::string::npos, end);
+            if (doc[tag_end - 1] != '/') {
+                end += close.size();
+            }
+            doc.erase(start, end - start);
+        }
+    }
+
+    /* An hwloc XML document without its OS devices, and without the
+     * distances between them */
+    static std::string without_os_devices(std::string doc) {
+        erase_elements(doc, "<object type=\"OSDev\"", "</object>");
+        erase_elements(doc, "<distances2 type=\"OSDev\"", "</distances2>");
+        return doc;
+    }
+
+    static std::string read_back(const std::string &path) {
+        std::ifstream in(path.c_str(), std::ios::binary);
+        std::stringstream data;
+
+        data << in.rdbuf();
+        return data.str();
     }
 
     static void write_file(const std::string &path, const std::string &data) {
@@ -211,6 +247,37 @@ TEST_F(topo_machine, pascal_gpus_and_hca_share_a_switch) {
 
     nic_order("cuda1", GPUMEM_TOPO_ASSUME);
     EXPECT_TRUE(m_ranks[0].gdr.reaches);
+}
+
+/* An export without OS devices (hwloc read where the drivers were not
+ * loaded, or kept none) still has its RDMA adapters: the PCI functions of
+ * InfiniBand class, named by their PCI addresses and ranked the same */
+TEST_F(topo_machine, rdma_adapters_count_without_their_os_devices) {
+    std::ifstream in(xml_path(
+            "fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml"));
+    std::stringstream doc;
+    std::string bare = m_sysfs.path() + "/xe8640-no-osdev.xml";
+
+    doc << in.rdbuf();
+    write_file(bare, without_os_devices(doc.str()));
+    ASSERT_EQ(std::string::npos, read_back(bare).find("OSDev"));
+    ASSERT_NE(std::string::npos, read_back(bare).find("0000:5e:00.0"));
+
+    gpumem_topo_params_t params = {bare.c_str(), NULL,
+                                   m_sysfs.path().c_str(), NULL};
+    ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
+    EXPECT_EQ(4u, m_topo->num_gpus);
+    /* The two CX-7 and the dual-port CX-6; not the Broadcom Ethernet */
+    EXPECT_EQ(4u, m_topo->num_nics);
+    EXPECT_TRUE(gpumem_topo_find_by_name(m_topo, "0000:01:00.0") == NULL);
+
+    /* As with the OS devices' names: cuda1 (5f:00.0) and the CX-7 at
+     * 5e:00.0 under one switch */
+    EXPECT_EQ("0000:5e:00.0", nic_order("0000:5f:00.0")[0]);
+    EXPECT_EQ(GPUMEM_TOPO_REL_SAME_SWITCH, m_ranks[0].relation);
+    std::vector<std::string> order = nic_order("0000:4e:00.0");
+    EXPECT_EQ("0000:4d:00.0", order[0]);
+    EXPECT_EQ("0000:4d:00.1", order[1]);
 }
 
 /* XE8640: each H100 sits under a Broadcom switch, two of them with a CX-7 */

@@ -26,6 +26,15 @@
 
 #define GPUMEM_TOPO_CLASS_DISPLAY     0x03
 #define GPUMEM_TOPO_CLASS_ACCELERATOR 0x12  /* "processing accelerator" */
+#define GPUMEM_TOPO_CLASS_ETHERNET    0x0200
+#define GPUMEM_TOPO_CLASS_INFINIBAND  0x0207
+
+/* Vendors whose every Ethernet adapter does RDMA (RoCE, iWARP, EFA) */
+static const uint16_t gpumem_topo_rdma_ethernet_vendors[] = {
+    0x15b3,  /* Mellanox, NVIDIA: ConnectX, BlueField */
+    0x1425,  /* Chelsio: iWARP */
+    0x1d0f   /* Amazon: EFA */
+};
 
 
 /* What an XML document may be before hwloc parses it: hwloc's own parser
@@ -259,6 +268,36 @@ static hwloc_obj_t gpumem_topo_hwloc_rdma_osdev(hwloc_obj_t pci)
         }
     }
     return NULL;
+}
+
+/*
+ * A PCI function that is an RDMA adapter by what it is, for an export that
+ * has no RDMA OS device of it (read where its driver was not loaded, or
+ * kept without OS devices): an InfiniBand controller, or an Ethernet
+ * controller of a vendor whose adapters all do RDMA. Named by its PCI
+ * address.
+ */
+static int gpumem_topo_hwloc_is_rdma_function(hwloc_obj_t pci)
+{
+    unsigned class_id = pci->attr->pcidev.class_id;
+    unsigned i;
+
+    if (class_id == GPUMEM_TOPO_CLASS_INFINIBAND) {
+        return 1;
+    }
+
+    if (class_id != GPUMEM_TOPO_CLASS_ETHERNET) {
+        return 0;
+    }
+
+    for (i = 0; i < ucs_static_array_size(gpumem_topo_rdma_ethernet_vendors);
+         ++i) {
+        if (pci->attr->pcidev.vendor_id ==
+            gpumem_topo_rdma_ethernet_vendors[i]) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void gpumem_topo_hwloc_gpu_name(hwloc_obj_t pci, char *name,
@@ -551,7 +590,10 @@ static ucs_status_t gpumem_topo_hwloc_dev_init(hwloc_topology_t hwloc,
         gpumem_topo_hwloc_gpu_name(pci, dev->name, sizeof(dev->name));
         gpumem_topo_hwloc_mem_size(pci, sysfs_root, reach);
     } else {
-        ucs_strncpy_zero(dev->name, rdma_osdev->name, sizeof(dev->name));
+        /* Named by its PCI address where the export has no OS device */
+        if (rdma_osdev != NULL) {
+            ucs_strncpy_zero(dev->name, rdma_osdev->name, sizeof(dev->name));
+        }
         reach->fabric = GPUMEM_TOPO_FABRIC_NONE;
         gpumem_topo_fact_unknown(&reach->mem_size, "a NIC has no GPU memory");
     }
@@ -598,7 +640,8 @@ ucs_status_t gpumem_topo_hwloc_read(hwloc_topology_t hwloc, int is_xml,
                                                 pci, GPUMEM_TOPO_DEV_GPU,
                                                 NULL, &devs[count]);
             ++topo->num_gpus;
-        } else if (osdev != NULL) {
+        } else if ((osdev != NULL) ||
+                   gpumem_topo_hwloc_is_rdma_function(pci)) {
             status = gpumem_topo_hwloc_dev_init(hwloc, is_xml, sysfs_root,
                                                 pci, GPUMEM_TOPO_DEV_NIC,
                                                 osdev, &devs[count]);
