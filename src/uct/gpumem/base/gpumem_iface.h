@@ -130,7 +130,8 @@ UCS_CLASS_DECLARE(uct_gpumem_iface_t, uct_iface_ops_t*, uct_md_h,
                   const uct_iface_config_t*, const uct_gpumem_iface_desc_t*);
 
 
-/* An operation to fill and push, or NULL (logged) when none is left */
+/* An operation to fill and push, or NULL when none is left (the caller
+ * decides what that means for its operation) */
 static UCS_F_ALWAYS_INLINE uct_gpumem_iface_op_t *
 uct_gpumem_iface_op_get(uct_gpumem_iface_t *iface)
 {

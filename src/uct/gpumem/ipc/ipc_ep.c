@@ -112,7 +112,7 @@ uct_gpumem_ipc_ep_resolve(uct_gpumem_ipc_iface_t *iface,
         return status;
     }
 
-    found = uct_gpumem_context_find_gpu(iface->md->context, buffer);
+    found = uct_gpumem_context_find_gpu(iface->super.context, buffer);
     gpu   = (found < 0) ? iface->md->gpu : (unsigned)found;
 
     status = uct_gpumem_ipc_cache_map(iface->md->cache, key->entry, gpu,

@@ -87,12 +87,6 @@ uct_gpumem_ipc_query_devices(uct_md_h uct_md,
                                       tl_devices_p, num_tl_devices_p);
 }
 
-static uct_gpumem_context_t *
-uct_gpumem_ipc_iface_context(uct_gpumem_ipc_iface_t *iface)
-{
-    return iface->md->context;
-}
-
 static ucs_status_t
 uct_gpumem_ipc_iface_get_device_address(uct_iface_h tl_iface,
                                         uct_device_addr_t *dev_addr)
@@ -116,7 +110,7 @@ uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
     uct_gpumem_ipc_iface_addr_t *addr = (uct_gpumem_ipc_iface_addr_t*)
                                         iface_addr;
     const gpumem_pci_addr_t *gpu      = &gpumem_gpu_reach(
-            uct_gpumem_ipc_iface_context(iface)->gpus[iface->md->gpu])->addr;
+            iface->super.context->gpus[iface->md->gpu])->addr;
 
     addr->pid        = getpid();
     addr->uid        = geteuid();
@@ -167,7 +161,7 @@ int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
     peer_gpu.bus    = addr->gpu_bus;
     peer_gpu.dev    = addr->gpu_dev;
     peer_gpu.fn     = addr->gpu_fn;
-    return uct_gpumem_ipc_gpu_reaches(uct_gpumem_ipc_iface_context(iface),
+    return uct_gpumem_ipc_gpu_reaches(iface->super.context,
                                       iface->md->gpu, &peer_gpu, NULL);
 }
 
@@ -235,7 +229,7 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
 static gpumem_gpu_t *uct_gpumem_ipc_iface_gpu(uct_gpumem_ipc_iface_t *iface,
                                              unsigned gpu)
 {
-    return uct_gpumem_ipc_iface_context(iface)->gpus[gpu];
+    return iface->super.context->gpus[gpu];
 }
 
 ucs_status_t uct_gpumem_ipc_iface_post(uct_gpumem_ipc_iface_t *iface,
@@ -327,7 +321,7 @@ uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
     const uct_gpumem_iface_perf_t *perf = &self->super.config.perf;
 
     /* The path's links carry every process's copies */
-    uct_gpumem_ipc_best_path(uct_gpumem_ipc_iface_context(self),
+    uct_gpumem_ipc_best_path(self->super.context,
                              self->md->gpu, &self->path);
     uct_gpumem_iface_set_perf(&self->super, config->bandwidth, config->latency,
                               config->overhead, self->path.bandwidth,
