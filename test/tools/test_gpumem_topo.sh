@@ -35,6 +35,8 @@ topologies=$srcdir/test/topologies
 golden=$srcdir/test/tools/golden
 dgx2=$topologies/hwloc-nvidiaDGX2-16xV100-nvswitch.xml
 pascal=$topologies/mpibind-pascal-2xBDW-2xP100-1xIB.xml
+lassen=$topologies/mpibind-lassen-2xPOWER9-4xV100-2xCX5dual.xml
+xe8640=$topologies/fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml
 
 if [ ! -x "$tool" ]; then
     echo "FAIL: $tool is not an executable" >&2
@@ -198,6 +200,71 @@ for gpu, ranks in d["nic_rank"].items():
     if not ranks[0]["gdr"] or not ranks[0]["assumed"]:
         print("NICs of %s: %s" % (gpu, ranks))'
 
+# pascal --verbose: every verdict with every rule's reason, each unknown
+# fact with why it cannot be read
+run pascal_verbose --xml "$pascal" --sysfs $sysfs --verbose
+check_status pascal_verbose "pascal --verbose runs" 0
+check_golden pascal_verbose pascal-verbose.txt
+
+# check_short NAME DESCRIPTION [COLUMNS]: the text output of run NAME fits
+# a screen: at most 60 lines of at most COLUMNS (80), the reason the facts
+# are unknown said once, and no verdict repeating it
+check_short() {
+    lines=$(wc -l <"$1.out")
+    wide=$(awk -v max="${3:-80}" 'length($0) > max' "$1.out" | wc -l)
+    hints=$(grep -c -- "--save-facts FILE" "$1.out")
+    repeats=$(grep -c "cannot find .* in sysfs" "$1.out")
+    if [ "$lines" -le 60 ] && [ "$wide" -eq 0 ] && [ "$hints" -eq 1 ] &&
+       [ "$repeats" -eq 0 ]; then
+        pass "$2"
+    else
+        fail "$2" "$lines lines, $wide over 80 columns, the hint $hints" \
+             "times, sysfs's absence $repeats times"
+    fi
+}
+
+# An export read without its machine's sysfs: the missing facts said once,
+# with what to do; each reason once with the pairs it decides
+for topo in lassen xe8640 dgx2 pascal; do
+    eval xml=\$$topo
+    run ${topo}_short --xml "$xml" --sysfs $sysfs
+    # 16 GPUs take 16 columns of 7 in the matrix
+    [ $topo = dgx2 ] && width=120 || width=80
+    check_short ${topo}_short "$topo text fits a screen and says why once" \
+        $width
+done
+check_golden lassen_short lassen.txt
+if grep -q "no entry for 4 GPUs, 4 NICs and 10 bridges" lassen_short.out &&
+   grep -q "^    cuda0 <-> cuda1, cuda2 <-> cuda3$" lassen_short.out &&
+   grep -q "^  no: host bridge 0004:00 (1014:04c1) is not on" \
+        lassen_short.out; then
+    pass "lassen groups the pairs by their deciding reason"
+else
+    fail "lassen groups the pairs by their deciding reason"
+fi
+run lassen_verbose --xml "$lassen" --sysfs $sysfs --verbose
+if [ "$(grep -c "^      rules: " lassen_verbose.out)" -eq 12 ] &&
+   grep -q "rules: unknown: IOMMU of 0004:04:00.0: cannot find" \
+        lassen_verbose.out; then
+    pass "lassen --verbose gives every rule's reason of the 12 verdicts"
+else
+    fail "lassen --verbose gives every rule's reason of the 12 verdicts"
+fi
+
+run lassen_json --xml "$lassen" --sysfs $sysfs --json
+check_py lassen_json "lassen --json gives each verdict's deciding reason" '
+for p in d["pairs"]:
+    if p["path"] == "same_switch":
+        want = ["fabric links", "IOMMU", "BAR size", "ACS"]
+        if p["unknown"] != want or p["brief"] != "unknown: " + \
+                "fabric links, IOMMU, BAR size and ACS":
+            print("%s -> %s: %s %s" % (p["a"], p["b"], p["brief"],
+                                       p["unknown"]))
+    elif (not p["brief"].endswith("not on Linux'"'"'s p2pdma whitelist") or
+          p["unknown"] != ["fabric links"] or
+          p["brief"] not in p["reason"]):
+        print("%s -> %s: %s %s" % (p["a"], p["b"], p["brief"], p["unknown"]))'
+
 # pascal with the facts sysfs would give: nothing is left unknown on the bus
 cat >good.facts <<EOF
 # pascal: no IOMMU, BARs of 32 GiB, no ACS redirect up to the PLX switch
@@ -220,10 +287,13 @@ sed -e 's/^acs   0000:02:00.0 0$/acs 0000:02:00.0 0x001d/' good.facts \
     >acs.facts
 run pascal_acs --xml "$pascal" --sysfs $sysfs --facts acs.facts --json
 check_status pascal_acs "pascal --facts with ACS runs" 0
-check_py pascal_acs "pascal ACS redirect refuses" '
+check_py pascal_acs "pascal ACS redirect refuses, the bridge its brief" '
 for p in d["pairs"]:
-    if p["reaches"] or not p["reason"].startswith("ACS redirects"):
-        print("%s -> %s: %s" % (p["a"], p["b"], p["reason"]))'
+    if (p["reaches"] or not p["reason"].startswith("ACS redirects") or
+        p["brief"] != "ACS redirects peer requests to the root complex on "
+                      "bridge 0000:02:00.0 (control 0x001d)"):
+        print("%s -> %s: %s / %s" % (p["a"], p["b"], p["reason"],
+                                     p["brief"]))'
 
 # Saved facts load back to the same verdicts
 run save --xml "$pascal" --sysfs $sysfs --facts good.facts \
@@ -268,6 +338,12 @@ check_status extra_arg "stray argument exits 2" 2 stray
 run two_formats --xml "$pascal" --json --dot
 check_status two_formats "--json with --dot exits 2" 2
 
+run svg_json --xml "$pascal" --json --svg x.svg
+check_status svg_json "--json with --svg exits 2" 2
+
+run svg_no_arg --xml "$pascal" --svg
+check_status svg_no_arg "--svg without a file exits 2" 2 "svg"
+
 run help --help
 if [ "$rc" -eq 0 ] && grep -q -- '--save-facts' help.out; then
     pass "--help prints the options"
@@ -289,8 +365,55 @@ if command -v dot >/dev/null 2>&1; then
                  "exit status $rc: $(head -n 1 $topo.dot_err)"
         fi
     done
+
+    # --svg: the PCI tree and every pair coloured by verdict, the reasons of
+    # both ways on hover (SVG's <title>) and refusals numbered in a legend
+    run lassen_svg --xml "$lassen" --sysfs $sysfs --svg lassen.svg
+    check_status lassen_svg "lassen --svg runs" 0
+    if [ -s lassen_svg.out ]; then
+        fail "lassen --svg prints nothing on stdout"
+    elif ! grep -q "<svg" lassen.svg; then
+        fail "lassen --svg writes an SVG drawing" "$(head -c 200 lassen.svg)"
+    elif [ "$(grep -c "class=\"edge\"" lassen.svg)" -ne 24 ]; then
+        fail "lassen --svg writes an SVG drawing" \
+             "$(grep -c "class=\"edge\"" lassen.svg) edges, expected 18 of" \
+             "the PCI tree and 6 of GPU pairs"
+    elif ! grep -q "cuda0 &#45;&gt; cuda2: no: host bridge 0004:00" \
+              lassen.svg ||
+         ! grep -q "cuda2 &#45;&gt; cuda0: no: host bridge 0035:00" \
+              lassen.svg ||
+         ! grep -q "stroke=\"red\"" lassen.svg ||
+         ! grep -q "stroke=\"orange\"" lassen.svg ||
+         ! grep -q ">1: unknown: fabric links, IOMMU, BAR size and ACS<" \
+              lassen.svg; then
+        fail "lassen --svg colours each pair by verdict, reasons on hover" \
+             "and in the legend"
+    else
+        pass "lassen --svg colours each pair by verdict, reasons on hover" \
+             "and in the legend"
+    fi
+
+    run dgx2_svg --xml "$dgx2" --sysfs $sysfs --svg dgx2.svg
+    if [ "$rc" -eq 0 ] && grep -q "stroke=\"darkgreen\"" dgx2.svg &&
+       ! grep -q "stroke=\"red\"" dgx2.svg; then
+        pass "dgx2 --svg draws every pair joined by NVLink in green"
+    else
+        fail "dgx2 --svg draws every pair joined by NVLink in green" \
+             "exit status $rc"
+    fi
+
+    run svg_bad_dir --xml "$pascal" --sysfs $sysfs --svg no-such-dir/x.svg
+    check_status svg_bad_dir "--svg into a missing directory exits 1" 1 \
+        "no-such-dir/x.svg"
 else
     skip "dot (graphviz) not installed"
 fi
+
+# Without Graphviz, --svg says what to install
+mkdir nodot
+ln -s "$tool" nodot/gpumem_topo
+PATH=$tmp/nodot run svg_no_dot --xml "$pascal" --sysfs $sysfs --svg x.svg
+check_status svg_no_dot "--svg without dot exits 1 naming graphviz" 1 \
+    "graphviz"
 
 exit $failed

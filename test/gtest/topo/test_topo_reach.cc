@@ -444,3 +444,95 @@ TEST(topo_pci, addresses_parse_and_print) {
               gpumem_pci_addr_parse("0000:00:00.0x", &addr));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_pci_addr_parse("mlx5_0", &addr));
 }
+
+
+/* The brief: the one reason that decides, for a screen's line */
+
+TEST_F(topo_reach, brief_of_a_yes_is_the_way_it_takes) {
+    EXPECT_TRUE(reaches());
+    EXPECT_STREQ("through bridge 0000:01:00.0", verdict.brief);
+    EXPECT_EQ(0u, verdict.unknown);
+}
+
+TEST_F(topo_reach, brief_of_an_acs_refusal_names_the_port_alone) {
+    known(&b.path[0].acs_ctrl, GPUMEM_TOPO_ACS_RR | GPUMEM_TOPO_ACS_CR);
+    EXPECT_FALSE(reaches());
+    /* The reason names every closed way; the brief only the switch's, which
+     * decides for GPUs under one switch */
+    EXPECT_TRUE(reason_has("not on Linux's p2pdma whitelist"))
+            << verdict.reason;
+    EXPECT_STREQ("ACS redirects peer requests to the root complex on bridge "
+                 "0000:02:10.0 (control 0x000c)", verdict.brief);
+}
+
+TEST_F(topo_reach, brief_of_a_refusal_that_unknown_facts_leave_open) {
+    /* The ACS redirect sends the requests to a root complex whose host
+     * bridge cannot be read: "no" for the redirect, the host bridge in the
+     * unknown kinds */
+    known(&b.path[0].acs_ctrl, GPUMEM_TOPO_ACS_RR);
+    unknown(&a.hb_id, "cannot read it");
+    EXPECT_FALSE(reaches());
+    EXPECT_STREQ("ACS redirects peer requests to the root complex on bridge "
+                 "0000:02:10.0 (control 0x0004)", verdict.brief);
+    EXPECT_EQ((unsigned)GPUMEM_TOPO_FACT_HOST_BRIDGE, verdict.unknown);
+}
+
+TEST_F(topo_reach, brief_across_host_bridges_is_the_whitelist_on_intel) {
+    move_to_root_port(&a, 0x10, 0);
+    EXPECT_FALSE(reaches());
+    EXPECT_TRUE(reason_has("no PCI bridge above both")) << verdict.reason;
+    EXPECT_STREQ("host bridge 0000:10 (8086:6f00) is not on Linux's p2pdma "
+                 "whitelist", verdict.brief);
+}
+
+TEST_F(topo_reach, brief_across_host_bridges_is_amd_rule_on_amd) {
+    move_to_root_port(&a, 0x10, 0);
+    strcpy(a.cpu_vendor, "AuthenticAMD");
+    known(&a.cpu_family, 0x15);
+    EXPECT_FALSE(reaches());
+    EXPECT_STREQ("AMD CPU family 0x15 is older than Zen (0x17)",
+                 verdict.brief);
+}
+
+TEST_F(topo_reach, brief_of_unknown_facts_lists_their_kinds) {
+    unknown(&a.iommu, "cannot find it");
+    unknown(&b.bar_size, "cannot read it");
+    unknown(&b.path[0].acs_ctrl, "cannot read it");
+    a.fabric = GPUMEM_TOPO_FABRIC_UNKNOWN;
+    EXPECT_FALSE(reaches());
+    EXPECT_EQ((unsigned)(GPUMEM_TOPO_FACT_FABRIC | GPUMEM_TOPO_FACT_IOMMU |
+                         GPUMEM_TOPO_FACT_BAR_SIZE | GPUMEM_TOPO_FACT_ACS),
+              verdict.unknown);
+    EXPECT_STREQ("unknown: fabric links, IOMMU, BAR size and ACS",
+                 verdict.brief);
+
+    EXPECT_TRUE(reaches(GPUMEM_TOPO_ASSUME));
+    EXPECT_STREQ("assumed: fabric links, IOMMU, BAR size and ACS",
+                 verdict.brief);
+}
+
+TEST_F(topo_reach, brief_of_a_known_refusal_over_an_unknown_fabric) {
+    /* The bus refuses; only a fabric the topology does not describe could
+     * join them: the refusal is the brief, the fabric an unknown kind */
+    known(&b.bar_size, 256ul << 20);
+    a.fabric = GPUMEM_TOPO_FABRIC_UNKNOWN;
+    EXPECT_FALSE(reaches());
+    EXPECT_STREQ("BAR of 0000:04:00.0 is 268435456 bytes, smaller than its "
+                 "34359738368 bytes of memory", verdict.brief);
+    EXPECT_EQ((unsigned)GPUMEM_TOPO_FACT_FABRIC, verdict.unknown);
+}
+
+TEST(topo_fact_kinds, names_each_kind_once_in_order) {
+    char buf[GPUMEM_TOPO_BRIEF_MAX];
+
+    EXPECT_STREQ("", gpumem_topo_fact_kinds_str(0, buf, sizeof(buf)));
+    EXPECT_STREQ("IOMMU", gpumem_topo_fact_kinds_str(GPUMEM_TOPO_FACT_IOMMU,
+                                                     buf, sizeof(buf)));
+    EXPECT_STREQ("fabric links, IOMMU, BAR size, memory size, ACS, host "
+                 "bridge ID and CPU",
+                 gpumem_topo_fact_kinds_str(GPUMEM_TOPO_FACT_LAST - 1, buf,
+                                            sizeof(buf)));
+    /* A short buffer holds what fits, terminated */
+    EXPECT_STREQ("fabric ", gpumem_topo_fact_kinds_str(GPUMEM_TOPO_FACT_LAST -
+                                                       1, buf, 8));
+}

@@ -24,6 +24,7 @@ BEGIN_C_DECLS
 
 #define GPUMEM_TOPO_REASON_MAX   1024 /* A verdict's reason: may list several
                                          unknown facts */
+#define GPUMEM_TOPO_BRIEF_MAX    256  /* A verdict's deciding reason alone */
 #define GPUMEM_TOPO_WHY_MAX      192  /* Why one fact cannot be read */
 #define GPUMEM_TOPO_NAME_MAX     32   /* A device name: cuda0, mlx5_1, ... */
 #define GPUMEM_TOPO_MACHINE_MAX  128  /* A machine identity */
@@ -143,15 +144,39 @@ enum {
 
 
 /**
+ * Kinds of facts a verdict may need and not have: bits of
+ * gpumem_topo_verdict_t::unknown.
+ */
+enum {
+    GPUMEM_TOPO_FACT_FABRIC      = UCS_BIT(0), /* NVLink/XGMI matrix */
+    GPUMEM_TOPO_FACT_IOMMU       = UCS_BIT(1),
+    GPUMEM_TOPO_FACT_BAR_SIZE    = UCS_BIT(2),
+    GPUMEM_TOPO_FACT_MEM_SIZE    = UCS_BIT(3),
+    GPUMEM_TOPO_FACT_ACS         = UCS_BIT(4), /* A bridge's ACS control */
+    GPUMEM_TOPO_FACT_HOST_BRIDGE = UCS_BIT(5), /* A host bridge's ID */
+    GPUMEM_TOPO_FACT_CPU         = UCS_BIT(6), /* CPU vendor or family */
+    GPUMEM_TOPO_FACT_LAST        = UCS_BIT(7)
+};
+
+
+/**
  * A verdict with its reason (why not, or by which way it reaches) and the
  * assumptions made under GPUMEM_TOPO_ASSUME.
+ *
+ * @a reason names every rule that refused and every fact that could not be
+ * read; @a brief is the one that decides: the way it reaches, the refusal a
+ * user could act on, or, where only unreadable facts stand in the way,
+ * "unknown: " and their kinds (@a unknown says which, the devices' facts
+ * say why).
  */
 typedef struct gpumem_topo_verdict {
     int                    reaches;
     gpumem_topo_relation_t relation;
     gpumem_topo_fabric_t   fabric;    /* The fabric that joins them, or NONE */
     unsigned               hops;      /* PCI links between them, 0 if unknown */
+    unsigned               unknown;   /* GPUMEM_TOPO_FACT_* it could not read */
     char                   reason[GPUMEM_TOPO_REASON_MAX];
+    char                   brief[GPUMEM_TOPO_BRIEF_MAX];
     char                   assumed[GPUMEM_TOPO_REASON_MAX]; /* "" if none */
 } gpumem_topo_verdict_t;
 
@@ -284,6 +309,9 @@ int gpumem_pci_addr_cmp(const gpumem_pci_addr_t *a,
 
 const char *gpumem_topo_relation_name(gpumem_topo_relation_t relation);
 const char *gpumem_topo_fabric_name(gpumem_topo_fabric_t fabric);
+
+/* "IOMMU, BAR size and ACS": the kinds of facts of a GPUMEM_TOPO_FACT_* mask */
+const char *gpumem_topo_fact_kinds_str(unsigned kinds, char *buf, size_t max);
 
 END_C_DECLS
 

@@ -1,5 +1,6 @@
 /**
- * gpumem topology: PCI addresses, and the names of relations and fabrics.
+ * gpumem topology: PCI addresses, and the names of relations, fabrics and
+ * kinds of facts.
  *
  * See file LICENSE for terms.
  */
@@ -11,6 +12,7 @@
 #include "topo.h"
 
 #include <ucs/sys/compiler_def.h>
+#include <ucs/sys/math.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,4 +110,37 @@ const char *gpumem_topo_fabric_name(gpumem_topo_fabric_t fabric)
         return "invalid";
     }
     return names[fabric];
+}
+
+const char *gpumem_topo_fact_kinds_str(unsigned kinds, char *buf, size_t max)
+{
+    static const char *names[] = {
+        "fabric links", "IOMMU", "BAR size", "memory size", "ACS",
+        "host bridge ID", "CPU"
+    };
+    unsigned count = ucs_popcount(kinds & (GPUMEM_TOPO_FACT_LAST - 1));
+    size_t len     = 0;
+    unsigned i, n  = 0;
+    int ret;
+
+    UCS_STATIC_ASSERT(GPUMEM_TOPO_FACT_LAST ==
+                      UCS_BIT(ucs_static_array_size(names)));
+
+    if (max > 0) {
+        buf[0] = '\0';
+    }
+    for (i = 0; (i < ucs_static_array_size(names)) && (len < max); ++i) {
+        if (!(kinds & UCS_BIT(i))) {
+            continue;
+        }
+        ret = snprintf(buf + len, max - len, "%s%s",
+                       (n == 0) ? "" : (n + 1 == count) ? " and " : ", ",
+                       names[i]);
+        ++n;
+        if (ret < 0) {
+            break;
+        }
+        len += ret;
+    }
+    return buf;
 }

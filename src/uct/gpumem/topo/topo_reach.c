@@ -40,11 +40,14 @@ typedef enum {
 
 
 /* One rule's answer, its reason, and the facts it could not read (which the
- * what-if answer assumes favourable) */
+ * what-if answer assumes favourable); the brief is the reason that decides
+ * (see gpumem_topo_verdict_t), "" where only unknown facts do */
 typedef struct {
     gpumem_topo_answer_t answer;
+    unsigned             unknown;  /* GPUMEM_TOPO_FACT_* of the unknowns */
     char                 reason[GPUMEM_TOPO_REASON_MAX];
     char                 unknowns[GPUMEM_TOPO_REASON_MAX];
+    char                 brief[GPUMEM_TOPO_BRIEF_MAX];
 } gpumem_topo_rule_t;
 
 
@@ -77,19 +80,45 @@ static const struct {
 };
 
 
+static void gpumem_topo_rule_vset(gpumem_topo_rule_t *rule,
+                                  gpumem_topo_answer_t answer,
+                                  unsigned unknown, const char *fmt,
+                                  va_list ap)
+{
+    int is_unknown = (answer == GPUMEM_TOPO_ANSWER_UNKNOWN);
+
+    rule->answer  = answer;
+    rule->unknown = is_unknown ? unknown : 0;
+    vsnprintf(rule->reason, sizeof(rule->reason), fmt, ap);
+    ucs_strncpy_zero(rule->unknowns, is_unknown ? rule->reason : "",
+                     sizeof(rule->unknowns));
+    /* A rule's own reason is one clause: it is its brief, but for a fact
+     * that cannot be read, whose kind the brief names at the end */
+    ucs_strncpy_zero(rule->brief, is_unknown ? "" : rule->reason,
+                     sizeof(rule->brief));
+}
+
 static void UCS_F_PRINTF(3, 4)
 gpumem_topo_rule_set(gpumem_topo_rule_t *rule, gpumem_topo_answer_t answer,
                      const char *fmt, ...)
 {
     va_list ap;
 
-    rule->answer = answer;
     va_start(ap, fmt);
-    vsnprintf(rule->reason, sizeof(rule->reason), fmt, ap);
+    gpumem_topo_rule_vset(rule, answer, 0, fmt, ap);
     va_end(ap);
-    ucs_strncpy_zero(rule->unknowns,
-                     (answer == GPUMEM_TOPO_ANSWER_UNKNOWN) ? rule->reason : "",
-                     sizeof(rule->unknowns));
+}
+
+/* An answer that a fact of this kind, which cannot be read, leaves open */
+static void UCS_F_PRINTF(3, 4)
+gpumem_topo_rule_unknown(gpumem_topo_rule_t *rule, unsigned kind,
+                         const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    gpumem_topo_rule_vset(rule, GPUMEM_TOPO_ANSWER_UNKNOWN, kind, fmt, ap);
+    va_end(ap);
 }
 
 static const char *gpumem_topo_pci_str(const gpumem_pci_addr_t *addr,
@@ -265,7 +294,7 @@ static void gpumem_topo_rule_fabric(const gpumem_topo_reach_t *r,
 
     if ((r->fabric == GPUMEM_TOPO_FABRIC_UNKNOWN) ||
         (o->fabric == GPUMEM_TOPO_FABRIC_UNKNOWN)) {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_FABRIC,
                              "unknown: the topology has no fabric links of "
                              "%s (a missing matrix is no proof of no fabric)",
                              (r->fabric == GPUMEM_TOPO_FABRIC_UNKNOWN) ?
@@ -298,8 +327,9 @@ static void gpumem_topo_rule_no_iommu(const gpumem_topo_reach_t *dev,
 
     gpumem_topo_pci_str(&dev->addr, addr);
     if (!dev->iommu.known) {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                             "unknown: IOMMU of %s: %s", addr, dev->iommu.why);
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_IOMMU,
+                                 "unknown: IOMMU of %s: %s", addr,
+                                 dev->iommu.why);
     } else if (dev->iommu.value) {
         gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_NO,
                              "IOMMU group %d translates the requests of %s",
@@ -318,13 +348,13 @@ static void gpumem_topo_rule_bar_covers(const gpumem_topo_reach_t *o,
 
     gpumem_topo_pci_str(&o->addr, addr);
     if (!o->bar_size.known) {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                             "unknown: BAR size of %s: %s", addr,
-                             o->bar_size.why);
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_BAR_SIZE,
+                                 "unknown: BAR size of %s: %s", addr,
+                                 o->bar_size.why);
     } else if (!o->mem_size.known) {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                             "unknown: memory size of %s: %s", addr,
-                             o->mem_size.why);
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_MEM_SIZE,
+                                 "unknown: memory size of %s: %s", addr,
+                                 o->mem_size.why);
     } else if (o->bar_size.value < o->mem_size.value) {
         gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_NO,
                              "BAR of %s is %lu bytes, smaller than its %lu "
@@ -354,7 +384,9 @@ static void gpumem_topo_check_acs(const gpumem_topo_reach_t *dev, int last,
                 rule->answer      = GPUMEM_TOPO_ANSWER_UNKNOWN;
                 rule->reason[0]   = '\0';
                 rule->unknowns[0] = '\0';
+                rule->brief[0]    = '\0';
             }
+            rule->unknown |= GPUMEM_TOPO_FACT_ACS;
             gpumem_topo_append(rule->reason, "unknown: ACS of bridge %s: %s",
                                addr, hop->acs_ctrl.why);
             gpumem_topo_append(rule->unknowns, "unknown: ACS of bridge %s: %s",
@@ -400,15 +432,15 @@ static void gpumem_topo_rule_amd_zen(const gpumem_topo_reach_t *r,
                                      gpumem_topo_rule_t *rule)
 {
     if (r->cpu_vendor[0] == '\0') {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                             "unknown: the topology names no CPU vendor");
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_CPU,
+                                 "unknown: the topology names no CPU vendor");
     } else if (strcmp(r->cpu_vendor, "AuthenticAMD") != 0) {
         gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_NO,
                              "CPU is %s, not AMD Zen", r->cpu_vendor);
     } else if (!r->cpu_family.known) {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                             "unknown: AMD CPU family: %s",
-                             r->cpu_family.why);
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_CPU,
+                                 "unknown: AMD CPU family: %s",
+                                 r->cpu_family.why);
     } else if (r->cpu_family.value < 0x17) {
         gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_NO,
                              "AMD CPU family 0x%lx is older than Zen (0x17)",
@@ -448,9 +480,10 @@ static void gpumem_topo_check_whitelist(const gpumem_topo_reach_t *dev,
     int flags;
 
     if (!dev->hb_id.known) {
-        gpumem_topo_rule_set(rule, GPUMEM_TOPO_ANSWER_UNKNOWN,
-                             "unknown: host bridge %04x:%02x: %s",
-                             dev->hb_domain, dev->hb_bus, dev->hb_id.why);
+        gpumem_topo_rule_unknown(rule, GPUMEM_TOPO_FACT_HOST_BRIDGE,
+                                 "unknown: host bridge %04x:%02x: %s",
+                                 dev->hb_domain, dev->hb_bus,
+                                 dev->hb_id.why);
         return;
     }
 
@@ -501,10 +534,13 @@ static void gpumem_topo_rule_whitelist(const gpumem_topo_reach_t *r,
 
 /* Combines alternatives: yes if any is yes, else unknown if any is unknown,
  * else no; the reason is the deciding one's, or else every alternative's
- * refusal or unknown, so that the user sees each way that is closed. */
+ * refusal or unknown, so that the user sees each way that is closed. Where
+ * all are closed, the brief is the refusal of the way that this pair of
+ * devices would take (@a decisive), or "" where that way's facts are
+ * unknown. */
 static void gpumem_topo_rule_any(gpumem_topo_rule_t *result,
                                  const gpumem_topo_rule_t *alternatives,
-                                 unsigned count)
+                                 unsigned count, unsigned decisive)
 {
     unsigned i;
 
@@ -516,13 +552,19 @@ static void gpumem_topo_rule_any(gpumem_topo_rule_t *result,
     }
 
     result->answer      = GPUMEM_TOPO_ANSWER_NO;
+    result->unknown     = 0;
     result->reason[0]   = '\0';
     result->unknowns[0] = '\0';
+    ucs_strncpy_zero(result->brief,
+                     (alternatives[decisive].answer == GPUMEM_TOPO_ANSWER_NO) ?
+                     alternatives[decisive].brief : "",
+                     sizeof(result->brief));
     for (i = 0; i < count; ++i) {
         /* Assuming the first open way's facts is enough for a what-if */
         if ((alternatives[i].answer == GPUMEM_TOPO_ANSWER_UNKNOWN) &&
             (result->answer != GPUMEM_TOPO_ANSWER_UNKNOWN)) {
-            result->answer = GPUMEM_TOPO_ANSWER_UNKNOWN;
+            result->answer  = GPUMEM_TOPO_ANSWER_UNKNOWN;
+            result->unknown = alternatives[i].unknown;
             gpumem_topo_append(result->unknowns, "%s",
                                alternatives[i].unknowns);
         }
@@ -536,11 +578,22 @@ static void gpumem_topo_rule_bus_carries(const gpumem_topo_reach_t *r,
                                          gpumem_topo_rule_t *rule)
 {
     gpumem_topo_rule_t ways[3];
+    unsigned decisive, j;
 
     gpumem_topo_rule_common_bridge(r, o, &ways[0]);
     gpumem_topo_rule_amd_zen(r, &ways[1]);
     gpumem_topo_rule_whitelist(r, o, &ways[2]);
-    gpumem_topo_rule_any(rule, ways, ucs_static_array_size(ways));
+
+    /* Where a bridge is above both, it decides; else the root complex does,
+     * by AMD's rule on AMD CPUs and by the whitelist on others */
+    if (gpumem_topo_common_bridge(r, o, &j) >= 0) {
+        decisive = 0;
+    } else if (strcmp(r->cpu_vendor, "AuthenticAMD") == 0) {
+        decisive = 1;
+    } else {
+        decisive = 2;
+    }
+    gpumem_topo_rule_any(rule, ways, ucs_static_array_size(ways), decisive);
 }
 
 /*
@@ -562,11 +615,20 @@ static void gpumem_topo_rule_all(gpumem_topo_rule_t *result,
     }
 
     result->answer      = GPUMEM_TOPO_ANSWER_YES;
+    result->unknown     = 0;
     result->reason[0]   = '\0';
     result->unknowns[0] = '\0';
+    result->brief[0]    = '\0';
     for (i = 0; i < count; ++i) {
         if (rules[i].answer == GPUMEM_TOPO_ANSWER_UNKNOWN) {
-            result->answer = GPUMEM_TOPO_ANSWER_UNKNOWN;
+            /* A refusal that only unknown facts could get around is what
+             * the user can act on */
+            if (result->brief[0] == '\0') {
+                ucs_strncpy_zero(result->brief, rules[i].brief,
+                                 sizeof(result->brief));
+            }
+            result->answer   = GPUMEM_TOPO_ANSWER_UNKNOWN;
+            result->unknown |= rules[i].unknown;
             gpumem_topo_append(result->reason, "%s", rules[i].reason);
             gpumem_topo_append(result->unknowns, "%s", rules[i].unknowns);
         }
@@ -574,6 +636,8 @@ static void gpumem_topo_rule_all(gpumem_topo_rule_t *result,
     if (result->answer == GPUMEM_TOPO_ANSWER_YES) {
         ucs_strncpy_zero(result->reason, rules[count - 1].reason,
                          sizeof(result->reason));
+        ucs_strncpy_zero(result->brief, rules[count - 1].brief,
+                         sizeof(result->brief));
     }
 }
 
@@ -599,8 +663,22 @@ static void gpumem_topo_verdict_init(const gpumem_topo_reach_t *r,
     verdict->reaches    = 0;
     verdict->relation   = gpumem_topo_relation(r, o, &verdict->hops);
     verdict->fabric     = GPUMEM_TOPO_FABRIC_NONE;
+    verdict->unknown    = 0;
     verdict->reason[0]  = '\0';
+    verdict->brief[0]   = '\0';
     verdict->assumed[0] = '\0';
+}
+
+/* The brief of an answer that unknown facts leave open: their kinds */
+static void gpumem_topo_verdict_brief_unknown(gpumem_topo_verdict_t *verdict,
+                                              const char *prefix)
+{
+    char kinds[GPUMEM_TOPO_BRIEF_MAX];
+
+    ucs_snprintf_zero(verdict->brief, sizeof(verdict->brief), "%s%s",
+                      prefix, gpumem_topo_fact_kinds_str(verdict->unknown,
+                                                         kinds,
+                                                         sizeof(kinds)));
 }
 
 /* Sets the verdict from a rule's answer: unknown is no, or yes with the
@@ -609,11 +687,14 @@ static int gpumem_topo_verdict_set(gpumem_topo_verdict_t *verdict,
                                    const gpumem_topo_rule_t *rule,
                                    unsigned flags)
 {
+    verdict->unknown = rule->unknown;
     switch (rule->answer) {
     case GPUMEM_TOPO_ANSWER_YES:
         verdict->reaches = 1;
         ucs_strncpy_zero(verdict->reason, rule->reason,
                          sizeof(verdict->reason));
+        ucs_strncpy_zero(verdict->brief, rule->brief,
+                         sizeof(verdict->brief));
         break;
     case GPUMEM_TOPO_ANSWER_UNKNOWN:
         if (flags & GPUMEM_TOPO_ASSUME) {
@@ -622,6 +703,7 @@ static int gpumem_topo_verdict_set(gpumem_topo_verdict_t *verdict,
                              "be read count as favourable",
                              sizeof(verdict->reason));
             gpumem_topo_append(verdict->assumed, "%s", rule->unknowns);
+            gpumem_topo_verdict_brief_unknown(verdict, "assumed: ");
             break;
         }
         /* fall through */
@@ -629,6 +711,12 @@ static int gpumem_topo_verdict_set(gpumem_topo_verdict_t *verdict,
         verdict->reaches = 0;
         ucs_strncpy_zero(verdict->reason, rule->reason,
                          sizeof(verdict->reason));
+        if (rule->brief[0] != '\0') {
+            ucs_strncpy_zero(verdict->brief, rule->brief,
+                             sizeof(verdict->brief));
+        } else {
+            gpumem_topo_verdict_brief_unknown(verdict, "unknown: ");
+        }
         break;
     }
     return verdict->reaches;
@@ -666,7 +754,7 @@ int gpumem_topo_reaches(const gpumem_topo_reach_t *r,
          * Lead with the bus's refusal: it is what the user can act on. */
         ways[0] = bus;
         ways[1] = fabric;
-        gpumem_topo_rule_any(&rule, ways, 2);
+        gpumem_topo_rule_any(&rule, ways, 2, 0);
         return gpumem_topo_verdict_set(verdict, &rule, flags);
     }
 
@@ -674,6 +762,7 @@ int gpumem_topo_reaches(const gpumem_topo_reach_t *r,
         (fabric.answer == GPUMEM_TOPO_ANSWER_UNKNOWN)) {
         /* Either could join them: both are named */
         gpumem_topo_append(bus.reason, "%s", fabric.reason);
+        bus.unknown |= fabric.unknown;
     }
     return gpumem_topo_verdict_set(verdict, &bus, flags);
 }
