@@ -13,6 +13,7 @@
 
 extern "C" {
 #include <uct/gpumem/gpumem_context.h>
+#include <uct/gpumem/driver/gpumem_drivers.h>
 #ifdef HAVE_CUDA
 #  include <uct/gpumem/driver/cuda/cuda_driver.h>
 #endif
@@ -89,4 +90,32 @@ TEST_F(driver_select, names_are_the_config_values) {
     EXPECT_STREQ("cuda", uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_CUDA]);
     EXPECT_STREQ("emu",  uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_EMU]);
     EXPECT_EQ(NULL,      uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_LAST]);
+}
+
+/* UCS's enum of the DRIVER setting and the table of drivers are kept in
+ * step by hand: each value but "auto" opens a driver of the table, and each
+ * driver of the table is a value of the setting */
+TEST_F(driver_select, each_setting_value_names_a_driver_of_the_table) {
+    unsigned i, count = 0;
+
+    for (i = 0; i < UCT_GPUMEM_DRIVER_LAST; ++i) {
+        if (i == UCT_GPUMEM_DRIVER_AUTO) {
+            continue;
+        }
+        const gpumem_driver_desc_t *desc =
+                gpumem_driver_find(uct_gpumem_driver_names[i]);
+        ASSERT_TRUE(desc != NULL) << uct_gpumem_driver_names[i];
+        EXPECT_STREQ(uct_gpumem_driver_names[i], desc->name);
+    }
+
+    for (i = 0; gpumem_drivers[i] != NULL; ++i, ++count) {
+        bool named = false;
+        for (unsigned j = 0; j < UCT_GPUMEM_DRIVER_LAST; ++j) {
+            named |= !strcmp(gpumem_drivers[i]->name,
+                             uct_gpumem_driver_names[j]);
+        }
+        EXPECT_TRUE(named) << gpumem_drivers[i]->name
+                           << " is no value of UCX_GPUMEM_DRIVER";
+    }
+    EXPECT_GT(count, 0u);
 }
