@@ -23,6 +23,7 @@
 #include "copy_ep.h"
 
 #include <uct/api/v2/uct_v2.h>
+#include <ucs/arch/atomic.h>
 #include <ucs/arch/cpu.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -70,6 +71,11 @@ static ucs_config_field_t uct_gpumem_copy_iface_config_table[] = {
 
     {NULL}
 };
+
+
+/* Bytes given to the engines by every copy interface of the process: which
+ * transport carried a transfer, for tests and diagnostics */
+static uint64_t uct_gpumem_copy_bytes_moved = 0;
 
 
 static ucs_status_t
@@ -261,6 +267,8 @@ uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
     if (req->length == 0) {
         return UCS_OK;
     }
+
+    ucs_atomic_add64(&uct_gpumem_copy_bytes_moved, req->length);
 
     /* Host memory on both sides: no device address, so the CPU may copy */
     if (req->engine == NULL) {
@@ -463,3 +471,8 @@ uct_tl_t uct_gpumem_copy_tl = {
         .size      = sizeof(uct_gpumem_copy_iface_config_t)
     }
 };
+
+uint64_t uct_gpumem_copy_bytes(void)
+{
+    return uct_gpumem_copy_bytes_moved;
+}

@@ -95,4 +95,7 @@ ucs_status_t uct_gpumem_copy_iface_post(uct_gpumem_copy_iface_t *iface,
 /* The address of every copy interface of this process */
 uct_gpumem_copy_iface_addr_t uct_gpumem_copy_process_id(void);
 
+/* Bytes the process's copy interfaces moved since the plugin's load */
+uint64_t uct_gpumem_copy_bytes(void);
+
 #endif
