@@ -19,7 +19,8 @@ BEGIN_C_DECLS
 typedef struct gpumem_emu_config {
     size_t     vram_size;   /* Per GPU, where the topology gives none;
                                0: GPUMEM_EMU_DEFAULT_VRAM_SIZE */
-    size_t     bar_size;    /* Per GPU; 0: as large as VRAM */
+    size_t     bar_size;    /* Per GPU, where the topology gives none; 0: as
+                               large as VRAM */
     const char *shm_dir;    /* Where the GPUs' shared allocator state lives
                                (VRAM itself is a memfd); NULL: the default */
     size_t     copy_inline_max; /* Copies up to this size complete inline */
@@ -40,9 +41,9 @@ extern ucs_config_global_list_entry_t gpumem_emu_config_entry;
  * Open the emu machine: one emulated GPU for each GPU of @a topo (at its PCI
  * address, with its memory size where the topology has one). VRAM is shared
  * with every process of the machine that opens the same topology as the
- * same user. Sets the emulated GPUs' facts in @a topo (no IOMMU, no ACS
- * redirect, BAR and memory sizes) so that reaches() sees the emulated
- * machine.
+ * same user. Sets the emulated GPUs' facts in @a topo (BAR and memory
+ * sizes; no IOMMU and no ACS redirect where the topology knows none) so
+ * that reaches() sees the emulated machine.
  */
 ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
                              gpumem_topo_t *topo, gpumem_driver_t **driver_p);

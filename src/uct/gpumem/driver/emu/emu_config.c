@@ -27,8 +27,8 @@ static ucs_config_field_t gpumem_emu_config_table[] = {
 
     {"EMU_BAR_SIZE", "0",
      "emu driver: size of each emulated GPU's memory BAR, through which the\n"
-     "process and other PCI functions reach its memory; 0: as large as its\n"
-     "memory.",
+     "process and other PCI functions reach its memory, where the topology\n"
+     "gives none (UCX_GPUMEM_TOPO_FACTS); 0: as large as its memory.",
      ucs_offsetof(gpumem_emu_config_t, bar_size),
      UCT_GPUMEM_CONFIG_TYPE_SIZE},
 

@@ -153,13 +153,17 @@ static void gpumem_emu_topology_bus_facts(gpumem_topo_reach_t *reach)
     gpumem_emu_fact_default(&reach->hb_id, GPUMEM_EMU_HOST_BRIDGE_ID);
 }
 
-/* An emulated GPU: no IOMMU translates its requests, its BAR and memory are
- * the emu's, and it has no fabric links unless the topology gives them */
+/* An emulated GPU: its BAR and memory are the emu's, and it has no fabric
+ * links unless the topology gives them. An IOMMU translates its requests
+ * where the topology says so (a facts file of the machine it emulates):
+ * what the machine would refuse, the emulated one refuses too. */
 static void gpumem_emu_topology_gpu_facts(gpumem_topo_reach_t *reach,
                                           size_t vram_size, size_t bar_size)
 {
-    gpumem_emu_fact_known(&reach->iommu, 0);
-    reach->iommu_group = -1;
+    if (!reach->iommu.known) {
+        gpumem_emu_fact_known(&reach->iommu, 0);
+        reach->iommu_group = -1;
+    }
     gpumem_emu_fact_known(&reach->bar_size, bar_size);
     gpumem_emu_fact_known(&reach->mem_size, vram_size);
     if (reach->fabric == GPUMEM_TOPO_FABRIC_UNKNOWN) {
@@ -180,6 +184,22 @@ static size_t gpumem_emu_topology_vram_size(const gpumem_emu_config_t *config,
     return ucs_align_up_pow2((config->vram_size != 0) ? config->vram_size :
                              GPUMEM_EMU_DEFAULT_VRAM_SIZE,
                              GPUMEM_EMU_LARGE_PAGE_SIZE);
+}
+
+/* BAR of a GPU: the topology's (a facts file of the emulated machine), else
+ * the setting, else all of its VRAM; never more than the VRAM */
+static size_t gpumem_emu_topology_bar_size(const gpumem_emu_config_t *config,
+                                           const gpumem_topo_reach_t *reach,
+                                           size_t vram_size)
+{
+    uint64_t bar_size = reach->bar_size.known ? reach->bar_size.value :
+                        config->bar_size;
+
+    if (bar_size == 0) {
+        return vram_size;
+    }
+    return ucs_min(ucs_align_up_pow2(bar_size, GPUMEM_EMU_PAGE_SIZE),
+                   vram_size);
 }
 
 ucs_status_t gpumem_emu_topology_apply(const gpumem_emu_config_t *config,
@@ -206,10 +226,8 @@ ucs_status_t gpumem_emu_topology_apply(const gpumem_emu_config_t *config,
         ucs_assert(i < driver->num_gpus);
         gpu       = &driver->gpus[i];
         vram_size = gpumem_emu_topology_vram_size(config, &dev->reach);
-        bar_size  = (config->bar_size == 0) ? vram_size :
-                    ucs_min(ucs_align_up_pow2(config->bar_size,
-                                              GPUMEM_EMU_PAGE_SIZE),
-                            vram_size);
+        bar_size  = gpumem_emu_topology_bar_size(config, &dev->reach,
+                                                 vram_size);
         gpumem_pci_addr_str(&dev->reach.addr, gpu->name, sizeof(gpu->name));
         if (vram_size == 0) {
             ucs_error("gpumem_emu: GPU %s: its %lu bytes of memory are less "
