@@ -47,6 +47,11 @@ gpumem_result_t gpumem_device_get(int *device);
 gpumem_result_t gpumem_device_malloc(void **ptr, size_t size);
 gpumem_result_t gpumem_device_free(void *ptr);
 
+/* Bytes of device memory free and in all on the calling thread's GPU
+ * (cudaMemGetInfo), every process's allocations taken; UCS_ERR_UNSUPPORTED
+ * (-22) where the driver does not tell */
+gpumem_result_t gpumem_device_mem_get_info(size_t *free, size_t *total);
+
 /* Copies @a size bytes between any two of host memory and device memory,
  * returning when the bytes have landed */
 gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size);

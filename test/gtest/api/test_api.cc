@@ -142,6 +142,7 @@ TEST_F(api, a_null_answer_or_buffer_is_an_invalid_argument_logged) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     unsigned long long bytes;
     char host[16];
+    size_t size;
     void *dev;
 
     ASSERT_EQ(0, gpumem_device_malloc(&dev, 4096));
@@ -158,6 +159,10 @@ TEST_F(api, a_null_answer_or_buffer_is_an_invalid_argument_logged) {
     log.expect("gpumem_device_can_access_peer: can_access is NULL");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_ipc_bytes(NULL));
     log.expect("gpumem_ipc_bytes: bytes is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_mem_get_info(NULL, &size));
+    log.expect("gpumem_device_mem_get_info: free is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_mem_get_info(&size, NULL));
+    log.expect("gpumem_device_mem_get_info: total is NULL");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               gpumem_device_memcpy(NULL, host, sizeof(host)));
     log.expect("gpumem_device_memcpy: dst is NULL");
@@ -195,6 +200,28 @@ TEST_F(api, an_allocation_without_room_names_the_gpu_and_what_is_free) {
                              "0", "no room now", "48M of 64M of VRAM free"}))
             << log.text();
     EXPECT_EQ(0, gpumem_device_free(held));
+}
+
+/* cudaMemGetInfo's answer: an allocation takes from what is free of the
+ * thread's GPU only, its free gives it back */
+TEST_F(api, mem_get_info_tells_the_vram_an_allocation_takes) {
+    size_t free0, total0, free1, total1, after;
+    void *dev;
+
+    ASSERT_EQ(0, gpumem_device_mem_get_info(&free0, &total0));
+    EXPECT_EQ((size_t)64 << 20, total0);
+    ASSERT_EQ(0, gpumem_device_malloc(&dev, 1 << 20));
+    ASSERT_EQ(0, gpumem_device_mem_get_info(&after, &total0));
+    EXPECT_EQ(free0 - (1 << 20), after);
+
+    ASSERT_EQ(0, gpumem_device_set(1));
+    ASSERT_EQ(0, gpumem_device_mem_get_info(&free1, &total1));
+    EXPECT_EQ(total1, free1) << "GPU 1 lost what GPU 0 allocated";
+    ASSERT_EQ(0, gpumem_device_set(0));
+
+    EXPECT_EQ(0, gpumem_device_free(dev));
+    ASSERT_EQ(0, gpumem_device_mem_get_info(&after, &total0));
+    EXPECT_EQ(free0, after);
 }
 
 TEST_F(api, allocations_do_not_open_the_machine_each_time) {

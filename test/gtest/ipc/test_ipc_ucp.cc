@@ -228,6 +228,106 @@ TEST_F(ipc_test, ucp_wakeup_mode_sleeps_and_wakes_on_a_device_transfer) {
 }
 
 
+/*
+ * Two UCP contexts of one process, each on its own GPU of the machine (the
+ * two under one switch, which reach each other), exchange device buffers of
+ * many sizes, many times, each way (openucx/ucx issue 11854: peers in one
+ * process must not exhaust GPU memory). gpumemipc carries the rendezvous
+ * zero-copy, every byte arrives, and the VRAM free on each GPU after the
+ * last round is what it was after the first: no mapping of the process's
+ * own memory holds on to what it freed.
+ */
+TEST_F(ipc_test, tag_between_two_contexts_of_one_process_keeps_vram_flat) {
+    const char *tls                 = "posix,cma,gpumemcpy,gpumemipc";
+    const std::vector<size_t> sizes = {8, 1000, 100000, (1 << 20) + 7,
+                                       (3 << 20) + 1, 40000};
+    const unsigned rounds           = 25;
+    auto set_gpu   = (decltype(&gpumem_device_set))gpumem_test::plugin_symbol(
+            "gpumem_device_set");
+    auto mem_info  = (decltype(&gpumem_device_mem_get_info))
+            gpumem_test::plugin_symbol("gpumem_device_mem_get_info");
+    uct_gpumem_ipc_stats_t before = stats();
+    std::vector<size_t> free_after_first(2);
+    uint64_t rendezvous_bytes     = 0;
+    ucp_process procs[2];
+    ucp_request_param_t param;
+
+    ASSERT_TRUE((set_gpu != NULL) && (mem_info != NULL));
+    /* One rail, the fastest: in one process gpumemcpy reaches the other
+     * context too, and UCP would split each rendezvous over both */
+    setenv("UCX_MAX_RNDV_RAILS", "1", 1);
+    for (int gpu = 0; gpu < 2; ++gpu) {
+        setenv("UCX_GPUMEM_ALLOC_GPU", std::to_string(gpu).c_str(), 1);
+        procs[gpu].init(tls);
+    }
+    unsetenv("UCX_GPUMEM_ALLOC_GPU");
+    unsetenv("UCX_MAX_RNDV_RAILS");
+    procs[0].connect(procs[1].address());
+    procs[1].connect(procs[0].address());
+
+    auto progress_both = [&]() {
+        ucp_worker_progress(procs[0].worker);
+        ucp_worker_progress(procs[1].worker);
+    };
+    auto vram_free = [&](int gpu) {
+        size_t free_bytes = 0, total;
+
+        EXPECT_EQ(0, set_gpu(gpu));
+        EXPECT_EQ(0, mem_info(&free_bytes, &total));
+        EXPECT_EQ(0, set_gpu(0));
+        return free_bytes;
+    };
+
+    for (unsigned round = 0; round < rounds; ++round) {
+        for (size_t size : sizes) {
+            const int from      = (round + size) % 2;
+            const int to        = 1 - from;
+            const unsigned seed = (unsigned)(round * 31 + size);
+            void *src           = device_alloc(size, from);
+            void *dst           = device_alloc(size, to);
+            ucs_status_ptr_t recv, send;
+
+            SCOPED_TRACE("round " + std::to_string(round) + ", " +
+                         std::to_string(size) + " bytes from GPU " +
+                         std::to_string(from));
+            ASSERT_TRUE((src != NULL) && (dst != NULL));
+            to_device(src, pattern(size, seed));
+            param.op_attr_mask = 0;
+            recv = ucp_tag_recv_nbx(procs[to].worker, dst, size, tag,
+                                    (ucp_tag_t)-1, &param);
+            send = ucp_tag_send_nbx(procs[from].ep, src, size, tag, &param);
+            EXPECT_EQ(UCS_OK, gpumem_test::ucp_wait(send, progress_both));
+            EXPECT_EQ(UCS_OK, gpumem_test::ucp_wait(recv, progress_both));
+            ASSERT_TRUE(pattern(size, seed) == from_device(dst, size))
+                    << "bytes differ";
+            device_free(src);
+            device_free(dst);
+            rendezvous_bytes += (size >= 8192) ? size : 0;
+        }
+
+        if (round == 0) {
+            free_after_first = {vram_free(0), vram_free(1)};
+        }
+    }
+
+    EXPECT_LE(rendezvous_bytes, stats().bytes - before.bytes)
+            << "the rendezvous did not go through gpumemipc";
+    EXPECT_EQ(free_after_first[0], vram_free(0)) << "GPU 0's VRAM in use grew";
+    EXPECT_EQ(free_after_first[1], vram_free(1)) << "GPU 1's VRAM in use grew";
+
+    param.op_attr_mask = 0;
+    for (ucp_process &proc : procs) {
+        EXPECT_EQ(UCS_OK, gpumem_test::ucp_wait(
+                                  ucp_ep_close_nbx(proc.ep, &param),
+                                  progress_both));
+    }
+    for (ucp_process &proc : procs) {
+        ucp_worker_destroy(proc.worker);
+        ucp_cleanup(proc.context);
+    }
+}
+
+
 /* GPU 0 and GPU 2 of this machine do not reach each other: gpumemipc says
  * why (once) and the data moves another way, every byte right */
 class ipc_ucp_unreachable : public ipc_ucp {

@@ -81,6 +81,16 @@ protected:
         return packed;
     }
 
+    /* The key as another live process of the user (this one's parent) would
+     * give it: the cache keeps such memory mapped while idle, not this
+     * process's own */
+    static std::string as_of_another_process(const std::string &packed) {
+        uct_gpumem_ipc_key_t key = decode(packed);
+
+        key.pid = getppid();
+        return encode(key);
+    }
+
     /* Each way, at @a offset into both buffers, through an endpoint of this
      * interface to itself: the bytes are checked */
     void put_get(uct_ep_h ep, remote_buffer &remote, uct_rkey_t rkey,
@@ -563,13 +573,14 @@ TEST_F(ipc_uct, unpacking_the_same_memory_twice_shares_one_mapping) {
     open_uct();
     buffer = register_buffer(1 << 20, 1);
     ASSERT_TRUE(buffer.memh != NULL);
-    part = reg(buffer.address + 8192, 4096);
+    buffer.packed = as_of_another_process(buffer.packed);
+    part          = reg(buffer.address + 8192, 4096);
 
     before = stats();
     ASSERT_EQ(UCS_OK, unpack(buffer.packed, &first));
     ASSERT_EQ(UCS_OK, unpack(buffer.packed, &second));
     /* Another range of the same allocation: the same memory */
-    ASSERT_EQ(UCS_OK, unpack(pack(part), &third));
+    ASSERT_EQ(UCS_OK, unpack(as_of_another_process(pack(part)), &third));
     after = stats();
     EXPECT_EQ(before.imports + 1, after.imports);
     EXPECT_EQ(before.hits + 2, after.hits);
@@ -587,6 +598,23 @@ TEST_F(ipc_uct, unpacking_the_same_memory_twice_shares_one_mapping) {
     release(&first);
 
     dereg(part);
+    unregister_buffer(buffer);
+}
+
+/* The process's own memory (another UCP context of it) is not kept mapped
+ * once no key uses it: the mapping would hold the VRAM past the free */
+TEST_F(ipc_uct, mapping_of_the_processs_own_memory_goes_when_idle) {
+    uct_rkey_bundle_t rkey;
+    remote_buffer buffer;
+
+    open_uct();
+    buffer = register_buffer(1 << 20, 1);
+    ASSERT_TRUE(buffer.memh != NULL);
+    ASSERT_EQ(UCS_OK, unpack(buffer.packed, &rkey));
+    EXPECT_EQ(1u, stats().entries);
+    release(&rkey);
+    EXPECT_EQ(0u, stats().entries);
+    EXPECT_EQ(0u, stats().idle);
     unregister_buffer(buffer);
 }
 
@@ -649,6 +677,7 @@ TEST_F(ipc_uct, idle_mappings_past_the_limit_go_oldest_first) {
     before = stats();
     for (int i = 0; i < 3; ++i) {
         buffers.push_back(register_buffer(4096, 1));
+        buffers.back().packed = as_of_another_process(buffers.back().packed);
         ASSERT_EQ(UCS_OK, unpack(buffers.back().packed, &rkey));
         release(&rkey);
     }

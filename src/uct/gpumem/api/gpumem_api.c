@@ -408,6 +408,36 @@ gpumem_result_t gpumem_device_query(const void *ptr,
     return UCS_OK;
 }
 
+gpumem_result_t gpumem_device_mem_get_info(size_t *free, size_t *total)
+{
+    uct_gpumem_context_t *context;
+    size_t vram_free;
+    ucs_status_t status;
+    int device;
+
+    GPUMEM_API_CHECK_ARG(free, "gpumem_device_mem_get_info");
+    GPUMEM_API_CHECK_ARG(total, "gpumem_device_mem_get_info");
+    status = gpumem_api_context_get(&context);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    device = gpumem_api_device;
+    if ((unsigned)device >= context->num_gpus) {
+        ucs_error("gpumem: the thread's GPU %d is not one of the %u GPUs",
+                  device, context->num_gpus);
+        status = UCS_ERR_INVALID_PARAM;
+    } else {
+        status = gpumem_gpu_vram_free(context->gpus[device], &vram_free);
+    }
+    if (status == UCS_OK) {
+        *free  = vram_free;
+        *total = gpumem_gpu_vram_size(context->gpus[device]);
+    }
+    uct_gpumem_context_put(context);
+    return status;
+}
+
 gpumem_result_t gpumem_device_can_access_peer(int *can_access, int device,
                                               int peer_device, char *reason,
                                               size_t max_reason)

@@ -483,7 +483,11 @@ void uct_gpumem_ipc_cache_put(uct_gpumem_ipc_cache_t *cache,
         ucs_list_add_tail(&cache->idle, &entry->idle_list);
         ++cache->num_idle;
         ++uct_gpumem_ipc_counters.idle;
-        if (entry->stale) {
+        /* The process's own memory (another UCP context of it, on another
+         * GPU) is not kept idle: the mapping would hold the VRAM past the
+         * process's free, which no key of a new allocation may ever come to
+         * tell, and the next key maps it again for an import's cost */
+        if (entry->stale || (entry->owner == getpid())) {
             uct_gpumem_ipc_entry_destroy(cache, entry);
         } else {
             uct_gpumem_ipc_cache_trim(cache);

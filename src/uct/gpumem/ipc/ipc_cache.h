@@ -27,7 +27,8 @@ BEGIN_C_DECLS
  * - when its owner process is gone: idle, at the next sweep of UCX's async
  *   thread or the next key of a new allocation; in use, at the next key
  *   after its last user;
- * - past the limit of idle entries, the oldest first.
+ * - past the limit of idle entries, the oldest first;
+ * - at once when idle, where the owner is this process.
  * Until then, the owner's free leaves the memory to this process's mapping.
  */
 typedef struct uct_gpumem_ipc_cache       uct_gpumem_ipc_cache_t;

@@ -165,22 +165,38 @@ int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
                                       iface->md->gpu, &peer_gpu, NULL);
 }
 
+/* An interface of this process on this interface's own GPU */
+static int uct_gpumem_ipc_iface_is_self(uct_gpumem_ipc_iface_t *iface,
+                                        const uct_gpumem_ipc_iface_addr_t *addr)
+{
+    const gpumem_pci_addr_t *gpu = &gpumem_gpu_reach(
+            iface->super.context->gpus[iface->md->gpu])->addr;
+
+    return (addr->pid == getpid()) && (addr->gpu_domain == gpu->domain) &&
+           (addr->gpu_bus == gpu->bus) && (addr->gpu_dev == gpu->dev) &&
+           (addr->gpu_fn == gpu->fn);
+}
+
 /*
- * As UCP sees it, the process itself is not reached: its own memory is the
- * copy transport's, which UCP's memory-type and self endpoints use and
- * which registers the host memory they stage through. An endpoint to the
- * process itself still works, between two of its GPUs.
+ * As UCP sees it, the process on the same GPU is not reached: that memory is
+ * the copy transport's, which UCP's memory-type and self endpoints use and
+ * which registers the host memory they stage through (taking it here would
+ * map the process's own memory for every rendezvous, as openucx/ucx issue
+ * 11854 saw of cuda_ipc). Another UCP context of the process on another GPU
+ * is a peer as another process is. An endpoint to the process itself still
+ * works, between two of its GPUs.
  */
 static int uct_gpumem_ipc_iface_is_reachable(const uct_iface_h tl_iface,
                                              const uct_device_addr_t *dev_addr,
                                              const uct_iface_addr_t *iface_addr)
 {
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+
     return (iface_addr != NULL) &&
-           (((const uct_gpumem_ipc_iface_addr_t*)iface_addr)->pid !=
-            getpid()) &&
-           uct_gpumem_ipc_iface_reaches(ucs_derived_of(tl_iface,
-                                                       uct_gpumem_ipc_iface_t),
-                                        dev_addr, iface_addr);
+           !uct_gpumem_ipc_iface_is_self(
+                   iface, (const uct_gpumem_ipc_iface_addr_t*)iface_addr) &&
+           uct_gpumem_ipc_iface_reaches(iface, dev_addr, iface_addr);
 }
 
 static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,

@@ -38,7 +38,7 @@ static ucs_config_field_t uct_gpumem_ipc_md_config_table[] = {
      "key uses them, so that the next key of the same memory maps nothing.\n"
      "Each keeps its memory in use after the owner's free, until the owner\n"
      "reuses the address, exits, or the mapping is the least recently used\n"
-     "past this many.",
+     "past this many. Mappings of the process's own memory are not kept.",
      ucs_offsetof(uct_gpumem_ipc_md_config_t, cache_max_idle),
      UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
@@ -274,8 +274,9 @@ uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
         return UCS_ERR_NO_MEMORY;
     }
 
-    /* The first domain opens the process's cache, with the GPUs of the
-     * plugin's settings */
+    /* The first domain opens the process's cache, which maps unpacked keys
+     * on its GPU first (UCT unpacks with the component, naming no domain);
+     * each domain's own GPU is its settings', for its address and copies */
     status = uct_gpumem_settings_read(&settings);
     if (status != UCS_OK) {
         goto err_free;
@@ -294,18 +295,28 @@ uct_gpumem_ipc_md_open(uct_component_t *uct_component, const char *md_name,
     }
     pthread_mutex_unlock(&component->lock);
     md->mem_type = settings.mem_type;
+    md->gpu      = settings.alloc_gpu;
     uct_gpumem_settings_release(&settings);
     if (status != UCS_OK) {
         goto err_free;
     }
 
+    md->context = uct_gpumem_ipc_cache_context(md->cache);
+    if (md->gpu >= md->context->num_gpus) {
+        ucs_error("gpumem_ipc: memory domain %s is for GPU %u "
+                  "(UCX_GPUMEM_ALLOC_GPU), but the machine has %u", md_name,
+                  md->gpu, md->context->num_gpus);
+        status = UCS_ERR_NO_DEVICE;
+        goto err_put_cache;
+    }
+
     md->super.ops       = &uct_gpumem_ipc_md_ops;
     md->super.component = uct_component;
-    md->context         = uct_gpumem_ipc_cache_context(md->cache);
-    md->gpu             = uct_gpumem_ipc_cache_gpu(md->cache);
     *md_p               = &md->super;
     return UCS_OK;
 
+err_put_cache:
+    uct_gpumem_ipc_component_put_cache(component);
 err_free:
     ucs_free(md);
     return status;

@@ -46,7 +46,10 @@ typedef struct uct_gpumem_ipc_md {
     uct_md_t               super;
     uct_gpumem_ipc_cache_t *cache;
     uct_gpumem_context_t   *context;
-    unsigned               gpu;        /* The process's GPU */
+    unsigned               gpu;        /* The domain's GPU (its settings'
+                                          UCX_GPUMEM_ALLOC_GPU): two UCP
+                                          contexts of one process may each
+                                          have their own */
     ucs_memory_type_t      mem_type;   /* Of device memory, as UCX sees it */
 } uct_gpumem_ipc_md_t;
 

@@ -369,19 +369,29 @@ size_t gpumem_gpu_vram_size(const gpumem_gpu_t *gpu)
     return gpu->driver->ops->vram_size(gpu->dgpu);
 }
 
+ucs_status_t gpumem_gpu_vram_free(gpumem_gpu_t *gpu, size_t *free_p)
+{
+    if (gpu->driver->ops->vram_free == NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    *free_p = gpu->driver->ops->vram_free(gpu->dgpu);
+    return UCS_OK;
+}
+
 const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
                                      size_t max)
 {
     char free_str[16], total_str[16];
+    size_t vram_free;
 
-    if (gpu->driver->ops->vram_free == NULL) {
+    if (gpumem_gpu_vram_free(gpu, &vram_free) != UCS_OK) {
         ucs_snprintf_zero(buf, max, "the %s driver does not tell how much "
                           "VRAM is free", gpu->driver->ops->name);
         return buf;
     }
 
-    ucs_memunits_to_str(gpu->driver->ops->vram_free(gpu->dgpu), free_str,
-                        sizeof(free_str));
+    ucs_memunits_to_str(vram_free, free_str, sizeof(free_str));
     ucs_memunits_to_str(gpu->driver->ops->vram_size(gpu->dgpu), total_str,
                         sizeof(total_str));
     ucs_snprintf_zero(buf, max, "%s of %s of VRAM free", free_str,

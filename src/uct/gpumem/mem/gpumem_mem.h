@@ -87,6 +87,10 @@ const gpumem_topo_reach_t *gpumem_gpu_reach(const gpumem_gpu_t *gpu);
 /* Bytes of VRAM the GPU has */
 size_t gpumem_gpu_vram_size(const gpumem_gpu_t *gpu);
 
+/* Bytes of VRAM the GPU has free now, every process's allocations and
+ * mappings taken; UCS_ERR_UNSUPPORTED where the driver does not tell */
+ucs_status_t gpumem_gpu_vram_free(gpumem_gpu_t *gpu, size_t *free_p);
+
 /* How much VRAM the GPU has free now, in words ("1.5G of 16G of VRAM
  * free"), for a log line */
 const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,
