@@ -21,7 +21,9 @@ extern "C" {
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -333,6 +335,52 @@ TEST_F(ipc_uct, estimates_of_a_gpu_with_nvlink_are_the_fabrics) {
     ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
     EXPECT_DOUBLE_EQ(40000.0 * UCS_MBYTE, attr.bandwidth.shared);
     EXPECT_NEAR(1.5e-6, attr.latency.c, 1e-12);
+}
+
+/* On the pascal machine (PCIe only, no NVLink) the estimate is the path's
+ * the peer requests take: the switch's where it carries them; the host
+ * bridge's, lower, where ACS on the switch's ports redirects them up to the
+ * root complex (here of a host bridge Linux lists, Skylake-SP's 8086:2020,
+ * so that they still reach) */
+TEST_F(ipc_uct, estimate_under_a_switch_follows_the_path_the_requests_take) {
+    const std::string pascal = GPUMEM_TEST_TOPO_DIR "/mpibind-pascal-";
+    gpumem_test::temp_dir dir;
+    double through_switch;
+    uct_iface_attr_t attr;
+    std::string facts;
+
+    ASSERT_TRUE(dir.make("ipc_uct_estimate"));
+    ASSERT_EQ(0, mkdir((dir.path() + "/sysfs").c_str(), 0700));
+    {
+        std::ifstream in(pascal + "acs-redirect.facts");
+        std::ofstream out(dir.path() + "/facts");
+        std::string line;
+
+        while (std::getline(in, line)) {
+            out << ((line.rfind("hostbridge ", 0) == 0) ?
+                    "hostbridge 0000:00:00.0 0x80862020" : line) << "\n";
+        }
+    }
+    setenv("UCX_GPUMEM_TOPO_XML", (pascal +
+                                   "2xBDW-2xP100-1xIB.xml").c_str(), 1);
+    setenv("UCX_GPUMEM_SYSFS_ROOT", (dir.path() + "/sysfs").c_str(), 1);
+
+    setenv("UCX_GPUMEM_TOPO_FACTS", (pascal + "p2p.facts").c_str(), 1);
+    open_uct();
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    through_switch = attr.bandwidth.shared;
+    close_uct();
+
+    setenv("UCX_GPUMEM_TOPO_FACTS", (dir.path() + "/facts").c_str(), 1);
+    open_uct();
+    unsetenv("UCX_GPUMEM_TOPO_FACTS");
+    unsetenv("UCX_GPUMEM_SYSFS_ROOT");
+    unsetenv("UCX_GPUMEM_TOPO_XML");
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
+    EXPECT_DOUBLE_EQ(12000.0 * UCS_MBYTE, through_switch);
+    EXPECT_DOUBLE_EQ(10000.0 * UCS_MBYTE, attr.bandwidth.shared);
+    EXPECT_NEAR(2.5e-6, attr.latency.c, 1e-12);
+    EXPECT_LT(attr.bandwidth.shared, through_switch);
 }
 
 /* UCP stages through the process's own memory with the copy transport, so

@@ -110,6 +110,7 @@ protected:
 TEST_F(topo_reach, reaches_through_a_common_switch) {
     EXPECT_TRUE(reaches());
     EXPECT_EQ(GPUMEM_TOPO_REL_SAME_SWITCH, verdict.relation);
+    EXPECT_EQ(GPUMEM_TOPO_REL_SAME_SWITCH, verdict.route);
     EXPECT_EQ(GPUMEM_TOPO_FABRIC_NONE, verdict.fabric);
     EXPECT_EQ(4u, verdict.hops);
     EXPECT_TRUE(reason_has("through bridge 0000:01:00.0")) << verdict.reason;
@@ -251,12 +252,15 @@ TEST_F(topo_reach, acs_above_the_common_bridge_does_not_matter) {
     EXPECT_TRUE(reaches());
 }
 
-TEST_F(topo_reach, acs_redirect_but_amd_zen_root_complex_carries) {
+TEST_F(topo_reach, acs_redirect_but_amd_zen_root_complex_carries_it_there) {
     known(&b.path[0].acs_ctrl, GPUMEM_TOPO_ACS_RR);
     strcpy(a.cpu_vendor, "AuthenticAMD");
     known(&a.cpu_family, 0x19);
     EXPECT_TRUE(reaches());
     EXPECT_TRUE(reason_has("AMD Zen CPU (family 0x19)")) << verdict.reason;
+    /* Placed under one switch, carried through the root complex */
+    EXPECT_EQ(GPUMEM_TOPO_REL_SAME_SWITCH, verdict.relation);
+    EXPECT_EQ(GPUMEM_TOPO_REL_HOST_BRIDGE, verdict.route);
 }
 
 TEST_F(topo_reach, amd_zen_carries_across_sockets) {

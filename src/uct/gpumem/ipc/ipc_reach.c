@@ -35,6 +35,8 @@
  *   MI200 class part, about 40 GB/s each way;
  * - a PCIe switch above both: PCIe Gen3 x16 peer-to-peer, about 12 GB/s;
  * - one host bridge: peer requests turn in the root complex, a little less;
+ *   so too under a switch whose ACS redirects them there (the verdict's
+ *   route, not its relation);
  * - two host bridges, two sockets: the CPU forwards peer requests between
  *   its root complexes or across its socket link, the slowest.
  */
@@ -120,7 +122,7 @@ static void uct_gpumem_ipc_path_of(const gpumem_topo_verdict_t *verdict,
     }
 
     for (i = 0; i < ucs_static_array_size(uct_gpumem_ipc_pci_paths); ++i) {
-        if (uct_gpumem_ipc_pci_paths[i].relation == verdict->relation) {
+        if (uct_gpumem_ipc_pci_paths[i].relation == verdict->route) {
             *path = uct_gpumem_ipc_pci_paths[i].path;
             return;
         }
@@ -173,6 +175,7 @@ int uct_gpumem_ipc_gpu_reaches(uct_gpumem_context_t *context, unsigned gpu,
      * the same GPU is its own memory to it */
     if (gpumem_pci_addr_equal(&local->addr, peer)) {
         verdict.relation = GPUMEM_TOPO_REL_SAME_GPU;
+        verdict.route    = GPUMEM_TOPO_REL_SAME_GPU;
         verdict.fabric   = GPUMEM_TOPO_FABRIC_NONE;
     } else {
         dev = gpumem_topo_find(context->topo, peer);
@@ -220,6 +223,7 @@ void uct_gpumem_ipc_best_path(uct_gpumem_context_t *context, unsigned gpu,
 
     if (!found) {
         verdict.relation = GPUMEM_TOPO_REL_SAME_GPU;
+        verdict.route    = GPUMEM_TOPO_REL_SAME_GPU;
         verdict.fabric   = GPUMEM_TOPO_FABRIC_NONE;
         uct_gpumem_ipc_path_of(&verdict, path);
     }

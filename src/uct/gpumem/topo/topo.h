@@ -172,6 +172,10 @@ enum {
 typedef struct gpumem_topo_verdict {
     int                    reaches;
     gpumem_topo_relation_t relation;
+    gpumem_topo_relation_t route;     /* The way the bus carries the requests:
+                                         the relation, but HOST_BRIDGE where
+                                         a switch above both redirects them
+                                         up to the root complex (ACS) */
     gpumem_topo_fabric_t   fabric;    /* The fabric that joins them, or NONE */
     unsigned               hops;      /* PCI links between them, 0 if unknown */
     unsigned               unknown;   /* GPUMEM_TOPO_FACT_* it could not read */

@@ -572,10 +572,12 @@ static void gpumem_topo_rule_any(gpumem_topo_rule_t *result,
     }
 }
 
-/* Rule: the bus carries r's requests to o */
+/* Rule: the bus carries r's requests to o; @a root_complex_p: it does
+ * through the root complex, not a bridge above both */
 static void gpumem_topo_rule_bus_carries(const gpumem_topo_reach_t *r,
                                          const gpumem_topo_reach_t *o,
-                                         gpumem_topo_rule_t *rule)
+                                         gpumem_topo_rule_t *rule,
+                                         int *root_complex_p)
 {
     gpumem_topo_rule_t ways[3];
     unsigned decisive, j;
@@ -594,6 +596,8 @@ static void gpumem_topo_rule_bus_carries(const gpumem_topo_reach_t *r,
         decisive = 2;
     }
     gpumem_topo_rule_any(rule, ways, ucs_static_array_size(ways), decisive);
+    *root_complex_p = (rule->answer == GPUMEM_TOPO_ANSWER_YES) &&
+                      (ways[0].answer != GPUMEM_TOPO_ANSWER_YES);
 }
 
 /*
@@ -642,18 +646,25 @@ static void gpumem_topo_rule_all(gpumem_topo_rule_t *result,
 }
 
 /* The bus rules: requester and owner not behind a translating IOMMU, the
- * owner's BAR reaches its memory, the bus carries the requests */
+ * owner's BAR reaches its memory, the bus carries the requests. Where it
+ * carries them through the root complex although a switch is above both,
+ * the verdict's route says so: that way is the slower. */
 static void gpumem_topo_rule_bus(const gpumem_topo_reach_t *r,
                                  const gpumem_topo_reach_t *o,
-                                 gpumem_topo_rule_t *rule)
+                                 gpumem_topo_rule_t *rule,
+                                 gpumem_topo_verdict_t *verdict)
 {
     gpumem_topo_rule_t rules[4];
+    int root_complex;
 
     gpumem_topo_rule_no_iommu(r, &rules[0]);
     gpumem_topo_rule_no_iommu(o, &rules[1]);
     gpumem_topo_rule_bar_covers(o, &rules[2]);
-    gpumem_topo_rule_bus_carries(r, o, &rules[3]);
+    gpumem_topo_rule_bus_carries(r, o, &rules[3], &root_complex);
     gpumem_topo_rule_all(rule, rules, ucs_static_array_size(rules));
+    if (root_complex && (verdict->relation == GPUMEM_TOPO_REL_SAME_SWITCH)) {
+        verdict->route = GPUMEM_TOPO_REL_HOST_BRIDGE;
+    }
 }
 
 static void gpumem_topo_verdict_init(const gpumem_topo_reach_t *r,
@@ -662,6 +673,7 @@ static void gpumem_topo_verdict_init(const gpumem_topo_reach_t *r,
 {
     verdict->reaches    = 0;
     verdict->relation   = gpumem_topo_relation(r, o, &verdict->hops);
+    verdict->route      = verdict->relation;
     verdict->fabric     = GPUMEM_TOPO_FABRIC_NONE;
     verdict->unknown    = 0;
     verdict->reason[0]  = '\0';
@@ -747,7 +759,7 @@ int gpumem_topo_reaches(const gpumem_topo_reach_t *r,
         return gpumem_topo_verdict_set(verdict, &fabric, flags);
     }
 
-    gpumem_topo_rule_bus(r, o, &bus);
+    gpumem_topo_rule_bus(r, o, &bus, verdict);
     if ((bus.answer == GPUMEM_TOPO_ANSWER_NO) &&
         (fabric.answer == GPUMEM_TOPO_ANSWER_UNKNOWN)) {
         /* The bus refuses: only the unknown fabric could still join them.
@@ -783,6 +795,6 @@ int gpumem_topo_dma_reaches(const gpumem_topo_reach_t *client,
         return gpumem_topo_verdict_set(verdict, &rule, 0);
     }
 
-    gpumem_topo_rule_bus(client, gpu, &rule);
+    gpumem_topo_rule_bus(client, gpu, &rule, verdict);
     return gpumem_topo_verdict_set(verdict, &rule, flags);
 }
