@@ -133,6 +133,26 @@ protected:
         return doc;
     }
 
+    /* Loads a real machine's export without its OS devices; the path of
+     * the document loaded */
+    std::string load_without_os_devices(const std::string &name) {
+        std::ifstream in(xml_path(name));
+        std::stringstream doc;
+        std::string bare = m_sysfs.path() + "/no-osdev-" + name;
+
+        doc << in.rdbuf();
+        write_file(bare, without_os_devices(doc.str()));
+        if (m_topo != NULL) {
+            gpumem_topo_destroy(m_topo);
+            m_topo = NULL;
+        }
+
+        gpumem_topo_params_t params = {bare.c_str(), NULL,
+                                       m_sysfs.path().c_str(), NULL};
+        EXPECT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo)) << bare;
+        return bare;
+    }
+
     static std::string read_back(const std::string &path) {
         std::ifstream in(path.c_str(), std::ios::binary);
         std::stringstream data;
@@ -253,19 +273,12 @@ TEST_F(topo_machine, pascal_gpus_and_hca_share_a_switch) {
  * loaded, or kept none) still has its RDMA adapters: the PCI functions of
  * InfiniBand class, named by their PCI addresses and ranked the same */
 TEST_F(topo_machine, rdma_adapters_count_without_their_os_devices) {
-    std::ifstream in(xml_path(
-            "fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml"));
-    std::stringstream doc;
-    std::string bare = m_sysfs.path() + "/xe8640-no-osdev.xml";
+    std::string bare = load_without_os_devices(
+            "fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml");
 
-    doc << in.rdbuf();
-    write_file(bare, without_os_devices(doc.str()));
     ASSERT_EQ(std::string::npos, read_back(bare).find("OSDev"));
     ASSERT_NE(std::string::npos, read_back(bare).find("0000:5e:00.0"));
-
-    gpumem_topo_params_t params = {bare.c_str(), NULL,
-                                   m_sysfs.path().c_str(), NULL};
-    ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
+    ASSERT_TRUE(m_topo != NULL);
     EXPECT_EQ(4u, m_topo->num_gpus);
     /* The two CX-7 and the dual-port CX-6; not the Broadcom Ethernet */
     EXPECT_EQ(4u, m_topo->num_nics);
@@ -278,6 +291,30 @@ TEST_F(topo_machine, rdma_adapters_count_without_their_os_devices) {
     std::vector<std::string> order = nic_order("0000:4e:00.0");
     EXPECT_EQ("0000:4d:00.0", order[0]);
     EXPECT_EQ("0000:4d:00.1", order[1]);
+}
+
+/* The RDMA port UCX names a NIC by (mlx5_0:1) is the OS device's, from
+ * hwloc's Port<N>State; the export was read with one link up */
+TEST_F(topo_machine, nic_port_and_its_state_come_from_the_os_device) {
+    load("fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml");
+    EXPECT_EQ(1u, dev("mlx5_0").port);
+    EXPECT_EQ(1, dev("mlx5_0").port_active);
+    EXPECT_EQ(1u, dev("mlx5_2").port);
+    EXPECT_EQ(0, dev("mlx5_2").port_active) << "Port1State 1: down";
+    EXPECT_EQ(0u, dev("cuda0").port);
+
+    load("mpibind-lassen-2xPOWER9-4xV100-2xCX5dual.xml");
+    for (const char *nic : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) {
+        EXPECT_EQ(1u, dev(nic).port) << nic;
+        EXPECT_EQ(1, dev(nic).port_active) << nic;
+    }
+
+    /* Without its OS device a NIC has neither name nor port */
+    load_without_os_devices(
+            "fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml");
+    ASSERT_TRUE(m_topo != NULL);
+    EXPECT_EQ(0u, dev("0000:4d:00.0").port);
+    EXPECT_EQ(-1, dev("0000:4d:00.0").port_active);
 }
 
 /* XE8640: each H100 sits under a Broadcom switch, two of them with a CX-7 */

@@ -205,6 +205,12 @@ typedef struct gpumem_topo_dev {
     uint16_t               device;
     uint16_t               class_id;  /* PCI class << 8 | subclass */
     int                    numa_node; /* -1 unknown */
+    unsigned               port;      /* A NIC's RDMA port, as UCX names it
+                                         (mlx5_0:1); 0 if the topology gives
+                                         none */
+    int                    port_active; /* 1 if that port was active when
+                                           the topology was read, 0 if not,
+                                           -1 unknown */
     gpumem_topo_reach_t    reach;     /* Facts of its place (GPU or NIC) */
 } gpumem_topo_dev_t;
 

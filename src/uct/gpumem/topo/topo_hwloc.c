@@ -17,6 +17,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -28,6 +29,8 @@
 #define GPUMEM_TOPO_CLASS_ACCELERATOR 0x12  /* "processing accelerator" */
 #define GPUMEM_TOPO_CLASS_ETHERNET    0x0200
 #define GPUMEM_TOPO_CLASS_INFINIBAND  0x0207
+
+#define GPUMEM_TOPO_PORT_ACTIVE       4  /* IBV_PORT_ACTIVE */
 
 /* Vendors whose every Ethernet adapter does RDMA (RoCE, iWARP, EFA) */
 static const uint16_t gpumem_topo_rdma_ethernet_vendors[] = {
@@ -300,6 +303,35 @@ static int gpumem_topo_hwloc_is_rdma_function(hwloc_obj_t pci)
     return 0;
 }
 
+/*
+ * The RDMA port of a NIC's OS device, from hwloc's "Port<N>State" infos
+ * (the ibv_port_state of each port of an OpenFabrics device): its first
+ * active port, else its first port. UCX names a device by it (mlx5_0:1).
+ */
+static void gpumem_topo_hwloc_port(hwloc_obj_t osdev, gpumem_topo_dev_t *dev)
+{
+    const struct hwloc_info_s *info;
+    unsigned i, port, state;
+    char rest[8];
+    int active;
+
+    for (i = 0; i < osdev->infos_count; ++i) {
+        info = &osdev->infos[i];
+        if ((sscanf(info->name, "Port%u%7s", &port, rest) != 2) ||
+            strcmp(rest, "State") || (port == 0) ||
+            (sscanf(info->value, "%u", &state) != 1)) {
+            continue;
+        }
+
+        active = (state == GPUMEM_TOPO_PORT_ACTIVE);
+        if ((active > dev->port_active) ||
+            ((active == dev->port_active) && (port < dev->port))) {
+            dev->port        = port;
+            dev->port_active = active;
+        }
+    }
+}
+
 static void gpumem_topo_hwloc_gpu_name(hwloc_obj_t pci, char *name,
                                        size_t max)
 {
@@ -562,10 +594,11 @@ static ucs_status_t gpumem_topo_hwloc_dev_init(hwloc_topology_t hwloc,
     ucs_status_t status;
 
     memset(dev, 0, sizeof(*dev));
-    dev->type     = type;
-    dev->vendor   = pci->attr->pcidev.vendor_id;
-    dev->device   = pci->attr->pcidev.device_id;
-    dev->class_id = pci->attr->pcidev.class_id;
+    dev->type        = type;
+    dev->vendor      = pci->attr->pcidev.vendor_id;
+    dev->device      = pci->attr->pcidev.device_id;
+    dev->class_id    = pci->attr->pcidev.class_id;
+    dev->port_active = -1;
     gpumem_topo_hwloc_addr(&pci->attr->pcidev, &reach->addr);
     gpumem_pci_addr_str(&reach->addr, dev->name, sizeof(dev->name));
 
@@ -593,6 +626,7 @@ static ucs_status_t gpumem_topo_hwloc_dev_init(hwloc_topology_t hwloc,
         /* Named by its PCI address where the export has no OS device */
         if (rdma_osdev != NULL) {
             ucs_strncpy_zero(dev->name, rdma_osdev->name, sizeof(dev->name));
+            gpumem_topo_hwloc_port(rdma_osdev, dev);
         }
         reach->fabric = GPUMEM_TOPO_FABRIC_NONE;
         gpumem_topo_fact_unknown(&reach->mem_size, "a NIC has no GPU memory");
