@@ -253,6 +253,20 @@ typedef struct gpumem_topo_nic_rank {
 
 
 /**
+ * The NIC that gpumem_topo_bind_nics() gives a GPU.
+ */
+typedef struct gpumem_topo_nic_bind {
+    unsigned               nic;       /* Index in gpumem_topo_t::devs */
+    unsigned               rank;      /* Its place in the GPU's ranking by
+                                         gpumem_topo_rank_nics(), 0: nearest */
+    gpumem_topo_relation_t relation;
+    unsigned               hops;
+    unsigned               sharers;   /* GPUs bound to that NIC, this one
+                                         included */
+} gpumem_topo_nic_bind_t;
+
+
+/**
  * Load the topology: hwloc, then sysfs facts, then the saved facts file.
  * Malformed or missing input is UCS_ERR_INVALID_PARAM or UCS_ERR_IO_ERROR
  * with a logged reason.
@@ -302,6 +316,23 @@ gpumem_topo_relation(const gpumem_topo_reach_t *a,
  */
 void gpumem_topo_rank_nics(const gpumem_topo_t *topo, unsigned gpu,
                            unsigned flags, gpumem_topo_nic_rank_t *ranks);
+
+/**
+ * One NIC for each GPU, so that GPUs use distinct NICs, nearest first,
+ * where there are enough: of all assignments, the one whose NICs are
+ * nearest in total by relation, then by PCI links (a minimum-cost
+ * assignment; choosing GPU by GPU would give an early GPU the only near NIC
+ * of a later one). Among assignments as near, each GPU in PCI order keeps
+ * the first NIC of its ranking that leaves the total as it is. With fewer
+ * NICs than GPUs, a NIC serves at most ceil(GPUs / NICs) of them.
+ *
+ * @a binds must hold topo->num_gpus entries.
+ *
+ * @return UCS_ERR_NO_DEVICE, with nothing logged and @a binds untouched,
+ *         if the topology has no NIC; UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t gpumem_topo_bind_nics(const gpumem_topo_t *topo,
+                                   gpumem_topo_nic_bind_t *binds);
 
 /* Save the sysfs facts of every device (run once as root) */
 ucs_status_t gpumem_topo_save_facts(const gpumem_topo_t *topo,
