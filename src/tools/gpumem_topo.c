@@ -38,6 +38,7 @@ typedef struct gpumem_topo_tool_opts {
     unsigned                  flags;
     int                       emu;     /* The emu driver's machine */
     int                       verbose;
+    int                       bind;    /* Only the NIC of each GPU */
 } gpumem_topo_tool_opts_t;
 
 
@@ -66,6 +67,11 @@ static void gpumem_topo_tool_usage(FILE *stream)
             "  --svg FILE         draw that graph into FILE (SVG, by "
             "Graphviz's dot;\n"
             "                     each pair's reasons show on hover)\n"
+            "  --bind             print the one NIC each GPU should use, "
+            "distinct where there\n"
+            "                     are enough, as the UCX_NET_DEVICES of a "
+            "process on it\n"
+            "                     (with --json, as JSON)\n"
             "  --verbose          every rule's reason of every verdict and "
             "NIC\n"
             "  --assume           count facts that cannot be read as "
@@ -134,6 +140,7 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
         OPT_VERBOSE,
         OPT_ASSUME,
         OPT_EMU,
+        OPT_BIND,
         OPT_HELP
     };
     static const struct option long_opts[] = {
@@ -147,6 +154,7 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
         {"verbose",    no_argument,       NULL, OPT_VERBOSE},
         {"assume",     no_argument,       NULL, OPT_ASSUME},
         {"emu",        no_argument,       NULL, OPT_EMU},
+        {"bind",       no_argument,       NULL, OPT_BIND},
         {"help",       no_argument,       NULL, OPT_HELP},
         {NULL,         0,                 NULL, 0}
     };
@@ -192,6 +200,9 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
         case OPT_EMU:
             opts->emu = 1;
             break;
+        case OPT_BIND:
+            opts->bind = 1;
+            break;
         case OPT_HELP:
             gpumem_topo_tool_usage(stdout);
             return 0;
@@ -211,6 +222,13 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
     if (formats > 1) {
         fprintf(stderr, GPUMEM_TOPO_TOOL_NAME ": --json, --dot and --svg "
                 "exclude each other\n");
+        return GPUMEM_TOPO_TOOL_EXIT_USAGE;
+    }
+
+    if (opts->bind && (opts->format != GPUMEM_TOPO_TOOL_TEXT) &&
+        (opts->format != GPUMEM_TOPO_TOOL_JSON)) {
+        fprintf(stderr, GPUMEM_TOPO_TOOL_NAME ": --bind prints text or "
+                "JSON, not a graph\n");
         return GPUMEM_TOPO_TOOL_EXIT_USAGE;
     }
 
@@ -283,6 +301,13 @@ int main(int argc, char **argv)
         goto out_destroy;
     }
 
+    if (opts.bind) {
+        ret = (gpumem_topo_tool_bind(topo,
+                                     opts.format == GPUMEM_TOPO_TOOL_JSON) ==
+               UCS_OK) ? 0 : GPUMEM_TOPO_TOOL_EXIT_FAIL;
+        goto out_flush;
+    }
+
     report.xml_path   = opts.params.xml_path;
     report.sysfs_root = (opts.params.sysfs_root != NULL) ?
                         opts.params.sysfs_root : "/sys";
@@ -309,6 +334,7 @@ int main(int argc, char **argv)
     }
     gpumem_topo_tool_report_cleanup(&report);
 
+out_flush:
     /* A full disk or a closed pipe must not pass for a complete report */
     if ((fflush(stdout) != 0) || ferror(stdout)) {
         perror(GPUMEM_TOPO_TOOL_NAME ": cannot write the output");

@@ -50,7 +50,7 @@ static void gpumem_topo_tool_json_str_n(const char *str, size_t len)
     putchar('"');
 }
 
-static void gpumem_topo_tool_json_str(const char *str)
+void gpumem_topo_tool_json_str(const char *str)
 {
     gpumem_topo_tool_json_str_n(str, strlen(str));
 }

@@ -78,6 +78,9 @@ void gpumem_topo_tool_text_facts(const gpumem_topo_tool_report_t *report);
 
 void gpumem_topo_tool_json(const gpumem_topo_tool_report_t *report);
 
+/* @a str as a JSON string, quoted and escaped */
+void gpumem_topo_tool_json_str(const char *str);
+
 void gpumem_topo_tool_dot(const gpumem_topo_tool_report_t *report,
                           FILE *stream);
 
@@ -85,5 +88,15 @@ void gpumem_topo_tool_dot(const gpumem_topo_tool_report_t *report,
  * tool's exit status */
 int gpumem_topo_tool_svg(const gpumem_topo_tool_report_t *report,
                          const char *path);
+
+/**
+ * --bind: for each GPU of @a topo the NIC gpumem_topo_bind_nics() gives it,
+ * as the UCX_NET_DEVICES value of a process on it, as text or, with
+ * @a json, one JSON object.
+ *
+ * @return UCS_ERR_NO_MEMORY, said on stderr, where the binding cannot be
+ *         made; UCS_OK otherwise, also for a topology without NIC.
+ */
+ucs_status_t gpumem_topo_tool_bind(const gpumem_topo_t *topo, int json);
 
 #endif

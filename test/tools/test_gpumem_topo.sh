@@ -306,6 +306,96 @@ else
     fail "saved facts give the same verdicts" "exit status $rc"
 fi
 
+# --bind: one NIC for each GPU, distinct where there are enough. On the
+# XE8640 two H100s rank mlx5_3 first, on Lassen two V100s rank the first
+# port of their socket's CX-5 first: the binding parts them.
+for topo in xe8640 lassen; do
+    eval xml=\$$topo
+    run ${topo}_bind_text --xml "$xml" --sysfs $sysfs --bind
+    check_status ${topo}_bind_text "$topo --bind runs" 0
+    check_golden ${topo}_bind_text $topo-bind.txt
+
+    run ${topo}_bind_json --xml "$xml" --sysfs $sysfs --bind --json
+    check_status ${topo}_bind_json "$topo --bind --json runs" 0
+    check_golden ${topo}_bind_json $topo-bind.json
+    check_json ${topo}_bind_json \
+        "$topo --bind --json parses with python3 -m json.tool"
+done
+
+# bind_values NAME: the UCX_NET_DEVICES column of run NAME's table
+bind_values() {
+    awk 'NR > 2 { print $3 }' "$1.out"
+}
+
+for topo in xe8640 lassen; do
+    values=$(bind_values ${topo}_bind_text | sort -u | grep -c ':1$')
+    if [ "$values" -eq 4 ]; then
+        pass "$topo --bind gives its 4 GPUs 4 distinct NIC ports"
+    else
+        fail "$topo --bind gives its 4 GPUs 4 distinct NIC ports" \
+             "$(bind_values ${topo}_bind_text | tr '\n' ' ')"
+    fi
+done
+
+check_py xe8640_bind_json "xe8640 --bind binds each H100 to its own NIC" '
+b = d["bind"]
+nics = set(x["nic"]["pci"] for x in b)
+if len(b) != 4 or len(nics) != 4 or any(x["sharers"] != 1 for x in b):
+    print([(x["name"], x["net_devices"]) for x in b])
+elif [x["net_devices"] for x in b if x["rank"] == 0] != \
+        ["mlx5_0:1", "mlx5_2:1", "mlx5_3:1"]:
+    print("not the nearest NICs under the switches: %s" % b)'
+
+check_py lassen_bind_json "lassen --bind binds each V100 to its own port" '
+b = d["bind"]
+ports = set(x["net_devices"] for x in b)
+adapters = [x["nic"]["pci"][:7] for x in b]
+if len(b) != 4 or len(ports) != 4:
+    print([(x["name"], x["net_devices"]) for x in b])
+elif adapters[0] != adapters[1] or adapters[2] != adapters[3]:
+    print("a pair of GPUs is not on its socket'"'"'s CX-5: %s" % adapters)'
+
+# One NIC for two GPUs: shared, and said so
+run pascal_bind --xml "$pascal" --sysfs $sysfs --bind
+check_status pascal_bind "pascal --bind runs" 0
+if [ "$(bind_values pascal_bind | tr '\n' ' ')" = "mlx5_0:1 mlx5_0:1 " ] &&
+   grep -q "shared by 2 GPUs" pascal_bind.out; then
+    pass "pascal --bind shares its one NIC between both GPUs"
+else
+    fail "pascal --bind shares its one NIC between both GPUs" \
+         "$(cat pascal_bind.out)"
+fi
+
+run dgx2_bind --xml "$dgx2" --sysfs $sysfs --bind
+check_status dgx2_bind "dgx2 --bind runs" 0
+if [ "$(bind_values dgx2_bind | grep -c '^-$')" -eq 16 ] &&
+   [ "$(grep -c "no RDMA NIC in the topology: no binding" dgx2_bind.out)" \
+     -eq 16 ]; then
+    pass "dgx2 --bind says each of its 16 GPUs has no NIC to bind"
+else
+    fail "dgx2 --bind says each of its 16 GPUs has no NIC to bind" \
+         "$(head -n 4 dgx2_bind.out)"
+fi
+
+# A NIC known only by its PCI address has no name for UCX_NET_DEVICES:
+# the XE8640 without its OS devices
+sed -e '/<object type="OSDev"/,/<\/object>/d' \
+    -e '/<distances2 type="OSDev"/,/<\/distances2>/d' "$xe8640" \
+    >xe8640-no-osdev.xml
+run bare_bind --xml xe8640-no-osdev.xml --sysfs $sysfs --bind
+check_status bare_bind "xe8640 without OS devices --bind runs" 0
+unnamed='no device name: the topology knows this NIC only by its PCI address'
+if [ "$(bind_values bare_bind | tr '\n' ' ')" = "- - - - " ] &&
+   [ "$(grep -c "$unnamed" bare_bind.out)" -eq 4 ]; then
+    pass "a NIC without device name is no UCX_NET_DEVICES value"
+else
+    fail "a NIC without device name is no UCX_NET_DEVICES value" \
+         "$(cat bare_bind.out)"
+fi
+
+run bind_dot --xml "$pascal" --bind --dot
+check_status bind_dot "--bind with --dot exits 2" 2 "--bind"
+
 # Bad input: a message naming the problem, exit 1; usage errors exit 2
 run missing --xml "$tmp/no-such.xml" --sysfs $sysfs --json
 check_status missing "missing XML exits 1 naming it" 1 "$tmp/no-such.xml"
@@ -345,7 +435,8 @@ run svg_no_arg --xml "$pascal" --svg
 check_status svg_no_arg "--svg without a file exits 2" 2 "svg"
 
 run help --help
-if [ "$rc" -eq 0 ] && grep -q -- '--save-facts' help.out; then
+if [ "$rc" -eq 0 ] && grep -q -- '--save-facts' help.out &&
+   grep -q -- '--bind' help.out; then
     pass "--help prints the options"
 else
     fail "--help prints the options" "exit status $rc"
