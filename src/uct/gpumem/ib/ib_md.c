@@ -418,10 +418,12 @@ static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
                  "is not offered for it: %s", md->domain.name,
                  settings->alloc_gpu, md->place.reason);
     } else if (md->place.known) {
-        ucs_debug("gpumem: %s is NIC %u of GPU %u (%s, %u PCI links)",
-                  md->domain.name, md->place.rank, settings->alloc_gpu,
+        ucs_debug("gpumem: %s is NIC %u of GPU %u (%s, %u PCI links); the "
+                  "GPU is bound to %s", md->domain.name, md->place.rank,
+                  settings->alloc_gpu,
                   gpumem_topo_relation_name(md->place.relation),
-                  md->place.hops);
+                  md->place.hops,
+                  md->place.bind_known ? md->place.bound_nic : "none");
     } else {
         ucs_debug("gpumem: %s: no place for GPU %u: %s", md->domain.name,
                   settings->alloc_gpu, md->place.reason);

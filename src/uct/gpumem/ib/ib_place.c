@@ -1,6 +1,6 @@
 /**
  * gpumem verbs: an RDMA device's place for the process's GPU, from the
- * topology module's ranking of NICs, and the estimates it gives.
+ * topology module's ranking and binding of NICs, and the estimates it gives.
  *
  * See file LICENSE for terms.
  */
@@ -12,12 +12,39 @@
 #include "ib_place.h"
 
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 #include <string.h>
 
 
 /* Per PCI link between the GPU and the NIC */
 #define UCT_GPUMEM_IB_PLACE_HOP_LATENCY  50e-9
+
+/* How far below the bound NIC's estimates another NIC's are kept */
+#define UCT_GPUMEM_IB_PLACE_BIND_MARGIN  0.01
+
+
+/* The GPU's bound NIC, so that the estimates put it first */
+static void uct_gpumem_ib_place_bind(const gpumem_topo_t *topo, unsigned gpu,
+                                     const gpumem_topo_dev_t *dev,
+                                     uct_gpumem_ib_place_t *place)
+{
+    gpumem_topo_nic_bind_t *binds;
+
+    binds = ucs_calloc(topo->num_gpus, sizeof(*binds), "gpumem_ib_binds");
+    if (binds == NULL) {
+        return;
+    }
+
+    if (gpumem_topo_bind_nics(topo, binds) == UCS_OK) {
+        place->bind_known = 1;
+        place->bind       = binds[gpu];
+        place->bound      = (&topo->devs[binds[gpu].nic] == dev);
+        ucs_strncpy_zero(place->bound_nic, topo->devs[binds[gpu].nic].name,
+                         sizeof(place->bound_nic));
+    }
+    ucs_free(binds);
+}
 
 
 void uct_gpumem_ib_place_find(const gpumem_topo_t *topo, unsigned gpu,
@@ -69,22 +96,18 @@ void uct_gpumem_ib_place_find(const gpumem_topo_t *topo, unsigned gpu,
     }
 
     ucs_free(ranks);
+    uct_gpumem_ib_place_bind(topo, gpu, dev, place);
 }
 
-void uct_gpumem_ib_place_estimates(const uct_gpumem_ib_place_t *place,
-                                   double port_bandwidth,
-                                   double port_latency,
-                                   double *bandwidth_p, double *latency_p)
+/* A port's bandwidth and latency through a NIC so placed from the GPU */
+static void uct_gpumem_ib_place_at(gpumem_topo_relation_t relation,
+                                   unsigned hops, double port_bandwidth,
+                                   double port_latency, double *bandwidth_p,
+                                   double *latency_p)
 {
     double share;
 
-    if (!place->known) {
-        *bandwidth_p = port_bandwidth;
-        *latency_p   = port_latency;
-        return;
-    }
-
-    switch (place->relation) {
+    switch (relation) {
     case GPUMEM_TOPO_REL_SAME_GPU:
     case GPUMEM_TOPO_REL_SAME_SWITCH:
         share = 1.0;
@@ -101,6 +124,44 @@ void uct_gpumem_ib_place_estimates(const uct_gpumem_ib_place_t *place,
     }
 
     *bandwidth_p = port_bandwidth * share;
-    *latency_p   = port_latency +
-                   (place->hops * UCT_GPUMEM_IB_PLACE_HOP_LATENCY);
+    *latency_p   = port_latency + (hops * UCT_GPUMEM_IB_PLACE_HOP_LATENCY);
+}
+
+void uct_gpumem_ib_place_estimates(const uct_gpumem_ib_place_t *place,
+                                   double port_bandwidth,
+                                   double port_latency,
+                                   double *bandwidth_p, double *latency_p)
+{
+    const double margin = UCT_GPUMEM_IB_PLACE_BIND_MARGIN;
+    double bound_bandwidth, bound_latency;
+
+    if (!place->known) {
+        *bandwidth_p = port_bandwidth;
+        *latency_p   = port_latency;
+        return;
+    }
+
+    uct_gpumem_ib_place_at(place->relation, place->hops, port_bandwidth,
+                           port_latency, bandwidth_p, latency_p);
+    if (!place->bind_known || place->bound) {
+        return;
+    }
+
+    /*
+     * UCP opens every device and takes the best estimated for each rank, so
+     * ranks on GPUs whose nearest NIC is one would all go by it. The GPU's
+     * bound NIC is to be that best one: any other NIC is estimated a margin
+     * below where its port would be at the bound NIC's place. That lowers
+     * only a NIC as near as the bound one or nearer (another GPU's, most
+     * often); a farther one keeps its estimates, lower already, or in one of
+     * them only. The margin, 1%, is well above UCP's tie of two scores
+     * (1e-6 of them) and small enough not to change which NICs UCP adds as
+     * further rails. Ports of one rate are ordered so; a faster port of
+     * another GPU's may still be chosen, for its rate.
+     */
+    uct_gpumem_ib_place_at(place->bind.relation, place->bind.hops,
+                           port_bandwidth, port_latency, &bound_bandwidth,
+                           &bound_latency);
+    *bandwidth_p = ucs_min(*bandwidth_p, bound_bandwidth * (1.0 - margin));
+    *latency_p   = ucs_max(*latency_p, bound_latency * (1.0 + margin));
 }

@@ -1,7 +1,8 @@
 /**
  * gpumem verbs: where an RDMA device sits for the process's GPU, as the
  * topology module ranks NICs: its rank, distance, whether it reaches the
- * GPU's memory by DMA, and the estimates of a transport that follow.
+ * GPU's memory by DMA, whether the GPU is bound to it, and the estimates of
+ * a transport that follow.
  *
  * See file LICENSE for terms.
  */
@@ -26,6 +27,12 @@ typedef struct uct_gpumem_ib_place {
                                             counted favourable */
     char                   reason[GPUMEM_TOPO_REASON_MAX]; /* Why not, or
                                                               why unknown */
+
+    /* The NIC gpumem_topo_bind_nics() gives the GPU, where it gives one */
+    int                    bind_known;
+    int                    bound;        /* It is this one */
+    gpumem_topo_nic_bind_t bind;         /* Its place */
+    char                   bound_nic[GPUMEM_TOPO_NAME_MAX];
 } uct_gpumem_ib_place_t;
 
 
@@ -42,7 +49,8 @@ void uct_gpumem_ib_place_find(const gpumem_topo_t *topo, unsigned gpu,
  * Bandwidth and latency of a transport through a NIC at @a place, from
  * those of its port: the full bandwidth under the GPU's switch, 90% through
  * their host bridge, 75% across host bridges, 50% across sockets; 50 ns
- * more latency a PCI link. Unknown places keep the port's.
+ * more latency a PCI link. Unknown places keep the port's. A NIC the GPU
+ * is not bound to is estimated below the bound NIC, were its port there.
  */
 void uct_gpumem_ib_place_estimates(const uct_gpumem_ib_place_t *place,
                                    double port_bandwidth,
