@@ -55,16 +55,7 @@ export UCX_GPUMEM_SYSFS_ROOT UCX_LOG_LEVEL
 # What the bound command sees
 show='echo "${UCX_GPUMEM_ALLOC_GPU-unset} ${UCX_NET_DEVICES-unset}"'
 
-failed=0
-
-pass() {
-    echo "PASS: $1"
-}
-
-fail() {
-    echo "FAIL: $1${2:+ ($2)}"
-    failed=1
-}
+. "$srcdir/test/tools/test_report.sh"
 
 # run NAME VAR=VALUE... -- ARGS...: gpumem-bind ARGS in an environment with
 # the variables given, stdout to NAME.out, stderr to NAME.err, the exit
@@ -238,7 +229,7 @@ if command -v mpirun >/dev/null 2>&1; then
     mpi_check mpi_xe8640 XE8640 "$xe8640"
     mpi_check mpi_lassen Lassen "$lassen"
 else
-    echo "SKIP: mpirun -np 4 of gpumem-bind: no mpirun (install openmpi-bin)"
+    skip "mpirun -np 4 of gpumem-bind: no mpirun (install openmpi-bin)"
 fi
 
 exit $failed

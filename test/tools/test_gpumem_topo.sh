@@ -57,20 +57,7 @@ sysfs=sysfs
 UCX_LOG_LEVEL=warn
 export UCX_LOG_LEVEL
 
-failed=0
-
-pass() {
-    echo "PASS: $1"
-}
-
-fail() {
-    echo "FAIL: $1${2:+ ($2)}"
-    failed=1
-}
-
-skip() {
-    echo "SKIP: $1"
-}
+. "$srcdir/test/tools/test_report.sh"
 
 have_python=0
 if command -v python3 >/dev/null 2>&1; then
