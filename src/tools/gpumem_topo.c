@@ -187,6 +187,11 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
             ++formats;
             break;
         case OPT_SVG:
+            if (optarg[0] == '\0') {
+                fprintf(stderr, GPUMEM_TOPO_TOOL_NAME ": --svg needs a file "
+                        "name\n");
+                return GPUMEM_TOPO_TOOL_EXIT_USAGE;
+            }
             opts->format   = GPUMEM_TOPO_TOOL_SVG;
             opts->svg_path = optarg;
             ++formats;
@@ -302,7 +307,12 @@ int main(int argc, char **argv)
     }
 
     if (opts.bind) {
+        /* This machine's ports are as they are now; an export's were as
+         * they were when it was saved, of a machine to plan for */
         ret = (gpumem_topo_tool_bind(topo,
+                                     ((opts.params.xml_path == NULL) &&
+                                      !opts.emu) ?
+                                     GPUMEM_TOPO_BIND_ACTIVE : 0,
                                      opts.format == GPUMEM_TOPO_TOOL_JSON) ==
                UCS_OK) ? 0 : GPUMEM_TOPO_TOOL_EXIT_FAIL;
         goto out_flush;

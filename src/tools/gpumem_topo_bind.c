@@ -38,7 +38,9 @@ gpumem_topo_tool_bind_value(const gpumem_topo_dev_t *nic, char *buf)
     if (!gpumem_topo_tool_bind_has_name(nic)) {
         buf[0] = '\0';
     } else if (nic->port == 0) {
-        ucs_strncpy_zero(buf, nic->name, GPUMEM_TOPO_TOOL_BIND_VALUE_MAX);
+        /* The export does not tell the port: the first, as UCX numbers an
+         * RDMA device's ports from 1 and names each "device:port" */
+        snprintf(buf, GPUMEM_TOPO_TOOL_BIND_VALUE_MAX, "%s:1", nic->name);
     } else {
         snprintf(buf, GPUMEM_TOPO_TOOL_BIND_VALUE_MAX, "%s:%u", nic->name,
                  nic->port);
@@ -105,6 +107,7 @@ gpumem_topo_tool_bind_text_place(const gpumem_topo_t *topo,
 /* A row for each GPU, in the GPUs' order, so that a script finds GPU N's
  * value in the third column of row N; "-" where there is none */
 static void gpumem_topo_tool_bind_text(const gpumem_topo_t *topo,
+                                       unsigned flags,
                                        const gpumem_topo_nic_bind_t *binds)
 {
     int name_width  = gpumem_topo_tool_bind_text_width(topo, binds, 0);
@@ -142,7 +145,9 @@ static void gpumem_topo_tool_bind_text(const gpumem_topo_t *topo,
         if (nic != NULL) {
             gpumem_topo_tool_bind_text_place(topo, &binds[gpu]);
         } else {
-            printf("no RDMA NIC in the topology: no binding\n");
+            printf("no RDMA NIC%s in the topology: no binding\n",
+                   (flags & GPUMEM_TOPO_BIND_ACTIVE) ? " with its port up" :
+                   "");
         }
     }
 }
@@ -207,8 +212,10 @@ static void gpumem_topo_tool_bind_json(const gpumem_topo_t *topo,
 }
 
 
-ucs_status_t gpumem_topo_tool_bind(const gpumem_topo_t *topo, int json)
+ucs_status_t gpumem_topo_tool_bind(const gpumem_topo_t *topo, unsigned flags,
+                                   int json)
 {
+    gpumem_topo_t unbound = *topo;
     gpumem_topo_nic_bind_t *binds;
     ucs_status_t status;
 
@@ -220,16 +227,22 @@ ucs_status_t gpumem_topo_tool_bind(const gpumem_topo_t *topo, int json)
     }
 
     /* Without NIC there is nothing to bind, which the output says */
-    status = gpumem_topo_bind_nics(topo, binds);
+    status = gpumem_topo_bind_nics(topo, flags, binds);
     if ((status != UCS_OK) && (status != UCS_ERR_NO_DEVICE)) {
         free(binds);
         return status;
     }
 
+    /* No NIC takes part (all down): the outputs see none */
+    if (status == UCS_ERR_NO_DEVICE) {
+        unbound.num_nics = 0;
+        topo             = &unbound;
+    }
+
     if (json) {
         gpumem_topo_tool_bind_json(topo, binds);
     } else {
-        gpumem_topo_tool_bind_text(topo, binds);
+        gpumem_topo_tool_bind_text(topo, flags, binds);
     }
     free(binds);
     return UCS_OK;

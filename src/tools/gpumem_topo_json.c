@@ -95,8 +95,9 @@ gpumem_topo_tool_json_verdict(const gpumem_topo_verdict_t *verdict,
     char name[32];
     unsigned kind;
 
-    printf("\"path\": \"%s\", \"hops\": %u, \"%s\": %s",
-           gpumem_topo_relation_name(relation), hops, reaches_key,
+    printf("\"path\": \"%s\", \"route\": \"%s\", \"hops\": %u, "
+           "\"%s\": %s", gpumem_topo_relation_name(relation),
+           gpumem_topo_relation_name(verdict->route), hops, reaches_key,
            verdict->reaches ? "true" : "false");
     if (with_fabric) {
         printf(", \"fabric\": ");

@@ -97,6 +97,7 @@ int gpumem_topo_tool_svg(const gpumem_topo_tool_report_t *report,
  * @return UCS_ERR_NO_MEMORY, said on stderr, where the binding cannot be
  *         made; UCS_OK otherwise, also for a topology without NIC.
  */
-ucs_status_t gpumem_topo_tool_bind(const gpumem_topo_t *topo, int json);
+ucs_status_t gpumem_topo_tool_bind(const gpumem_topo_t *topo, unsigned flags,
+                                   int json);
 
 #endif

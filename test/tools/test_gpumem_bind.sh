@@ -108,6 +108,31 @@ run order UCX_GPUMEM_TOPO_XML="$lassen" SLURM_LOCALID=3 \
 expect order "OMPI_COMM_WORLD_LOCAL_RANK goes before SLURM_LOCALID" 0 \
     "2 mlx5_2:1"
 
+# Ranks and GPU indices with leading zeros are decimal, not octal; a
+# number past 9 digits is no local rank
+run leading_zero UCX_GPUMEM_TOPO_XML="$lassen" SLURM_LOCALID=09 \
+    -- sh -c "$show"
+expect leading_zero "local rank 09 is rank 9, GPU 1" 0 "1 mlx5_1:1"
+run long_rank UCX_GPUMEM_TOPO_XML="$lassen" \
+    SLURM_LOCALID=12345678901234567890 -- true
+expect long_rank "a 20-digit local rank exits 1" 1 "" "is not a local rank"
+
+# CUDA_VISIBLE_DEVICES (a task of srun --gpus-per-task): the process sees
+# only those GPUs, the first of which is its GPU 0, with the NIC of the
+# machine's GPU it is
+run visible UCX_GPUMEM_TOPO_XML="$lassen" SLURM_LOCALID=0 \
+    CUDA_VISIBLE_DEVICES=2 -- sh -c "$show"
+expect visible "CUDA_VISIBLE_DEVICES=2 binds GPU 0 to GPU 2's NIC" 0 \
+    "0 mlx5_2:1"
+run visible_two UCX_GPUMEM_TOPO_XML="$lassen" SLURM_LOCALID=1 \
+    CUDA_VISIBLE_DEVICES=3,1 -- sh -c "$show"
+expect visible_two "CUDA_VISIBLE_DEVICES=3,1 binds rank 1 to GPU 1's NIC" 0 \
+    "1 mlx5_1:1"
+run visible_uuid UCX_GPUMEM_TOPO_XML="$lassen" SLURM_LOCALID=0 \
+    CUDA_VISIBLE_DEVICES=GPU-8c5e -- sh -c "$show"
+expect visible_uuid "CUDA_VISIBLE_DEVICES by UUID binds nothing, saying so" \
+    0 "unset unset" "names GPUs other than by their index"
+
 # More ranks than GPUs: the local rank modulo the GPUs
 run modulo UCX_GPUMEM_TOPO_XML="$lassen" SLURM_LOCALID=7 -- sh -c "$show"
 expect modulo "local rank 7 of 4 GPUs takes GPU 3" 0 "3 mlx5_3:1"
@@ -152,7 +177,7 @@ expect bad_gpu "UCX_GPUMEM_ALLOC_GPU past the GPUs exits 1" 1 "" \
 # NIC that its export gives no port of
 run emu UCX_GPUMEM_DRIVER=EMU PMIX_LOCAL_RANK=1 -- sh -c "$show"
 expect emu "UCX_GPUMEM_DRIVER=emu binds as the emu's built-in machine" 0 \
-    "1 mlx5_0"
+    "1 mlx5_0:1"
 run bad_driver UCX_GPUMEM_DRIVER=rocm PMIX_LOCAL_RANK=1 -- true
 expect bad_driver "an unknown UCX_GPUMEM_DRIVER exits 1" 1 "" \
     "UCX_GPUMEM_DRIVER=rocm"

@@ -421,6 +421,10 @@ check_status svg_json "--json with --svg exits 2" 2
 run svg_no_arg --xml "$pascal" --svg
 check_status svg_no_arg "--svg without a file exits 2" 2 "svg"
 
+run svg_empty --xml "$pascal" --svg ""
+check_status svg_empty "--svg with an empty file name exits 2" 2 \
+    "--svg needs a file name"
+
 run help --help
 if [ "$rc" -eq 0 ] && grep -q -- '--save-facts' help.out &&
    grep -q -- '--bind' help.out; then
@@ -454,7 +458,7 @@ if command -v dot >/dev/null 2>&1; then
         fail "lassen --svg writes an SVG drawing" "$(head -c 200 lassen.svg)"
     elif [ "$(grep -c "class=\"edge\"" lassen.svg)" -ne 24 ]; then
         fail "lassen --svg writes an SVG drawing" \
-             "$(grep -c "class=\"edge\"" lassen.svg) edges, expected 18 of" \
+             "$(grep -c "class=\"edge\"" lassen.svg) edges, expected 24: 18 of" \
              "the PCI tree and 6 of GPU pairs"
     elif ! grep -q "cuda0 &#45;&gt; cuda2: no: host bridge 0004:00" \
               lassen.svg ||

@@ -254,14 +254,20 @@ TEST_F(ipc_test, tag_between_two_contexts_of_one_process_keeps_vram_flat) {
 
     ASSERT_TRUE((set_gpu != NULL) && (mem_info != NULL));
     /* One rail, the fastest: in one process gpumemcpy reaches the other
-     * context too, and UCP would split each rendezvous over both */
+     * context too, and UCP would split each rendezvous over both. Protocol
+     * v1's selection: v2's (1.16 and later) takes gpumemcpy between two
+     * contexts of one process (1.16, 1.18), and in 1.20 crashes in its own
+     * query of the rendezvous protocols it selected
+     * (ucp_proto_common_lane_priv_str) */
     setenv("UCX_MAX_RNDV_RAILS", "1", 1);
+    setenv("UCX_PROTO_ENABLE", "n", 1);
     for (int gpu = 0; gpu < 2; ++gpu) {
         setenv("UCX_GPUMEM_ALLOC_GPU", std::to_string(gpu).c_str(), 1);
         procs[gpu].init(tls);
     }
     unsetenv("UCX_GPUMEM_ALLOC_GPU");
     unsetenv("UCX_MAX_RNDV_RAILS");
+    unsetenv("UCX_PROTO_ENABLE");
     procs[0].connect(procs[1].address());
     procs[1].connect(procs[0].address());
 

@@ -55,7 +55,7 @@ protected:
 
     uct_gpumem_ib_place_t place(unsigned gpu, const char *nic) {
         uct_gpumem_ib_place_t p;
-        uct_gpumem_ib_place_find(m_topo, gpu, nic, &p);
+        uct_gpumem_ib_place_find(m_topo, gpu, nic, 0, &p);
         return p;
     }
 
@@ -147,7 +147,7 @@ TEST_F(rc_place, device_outside_the_topology_is_unknown_and_reaches) {
     EXPECT_TRUE(p.dma_reaches);
     EXPECT_NE(std::string::npos, std::string(p.reason).find("rxe0"));
 
-    uct_gpumem_ib_place_find(NULL, 0, "mlx5_0", &p);
+    uct_gpumem_ib_place_find(NULL, 0, "mlx5_0", 0, &p);
     EXPECT_FALSE(p.known);
     EXPECT_TRUE(p.dma_reaches);
 }
@@ -190,7 +190,7 @@ TEST_F(rc_place, each_gpus_best_estimated_nic_is_its_bound_one) {
         load(machine);
         ASSERT_EQ(4u, m_topo->num_gpus);
         binds.resize(m_topo->num_gpus);
-        ASSERT_EQ(UCS_OK, gpumem_topo_bind_nics(m_topo, binds.data()));
+        ASSERT_EQ(UCS_OK, gpumem_topo_bind_nics(m_topo, 0, binds.data()));
         for (unsigned gpu = 0; gpu < m_topo->num_gpus; ++gpu) {
             std::string nic = best_estimated(gpu);
 

@@ -55,11 +55,12 @@ protected:
     }
 
     /* Each GPU's NIC, by name */
-    std::vector<std::string> bind(const gpumem_topo_t *topo) {
+    std::vector<std::string> bind(const gpumem_topo_t *topo,
+                                  unsigned flags = 0) {
         std::vector<std::string> names;
 
         m_binds.assign(topo->num_gpus + 1, gpumem_topo_nic_bind_t());
-        EXPECT_EQ(UCS_OK, gpumem_topo_bind_nics(topo, m_binds.data()));
+        EXPECT_EQ(UCS_OK, gpumem_topo_bind_nics(topo, flags, m_binds.data()));
         for (unsigned gpu = 0; gpu < topo->num_gpus; ++gpu) {
             names.push_back(topo->devs[m_binds[gpu].nic].name);
         }
@@ -163,6 +164,22 @@ TEST_F(topo_bind, xe8640_four_h100s_get_four_distinct_nics) {
     }
 }
 
+/* The XE8640's export was saved with one port up, mlx5_0's: on the live
+ * machine, where ports are as they are now, a port that is down takes no
+ * GPU */
+TEST_F(topo_bind, ports_known_down_take_no_gpu_when_asked) {
+    std::vector<std::string> nics;
+
+    load("fluxcore-ipa20-dellXE8640-4xH100-2xCX7-1xCX6dual.xml");
+    nics = bind(m_topo, GPUMEM_TOPO_BIND_ACTIVE);
+
+    EXPECT_EQ((std::vector<std::string>{"mlx5_0", "mlx5_0", "mlx5_0",
+                                        "mlx5_0"}), nics);
+    for (unsigned gpu = 0; gpu < m_topo->num_gpus; ++gpu) {
+        EXPECT_EQ(4u, m_binds[gpu].sharers) << gpu;
+    }
+}
+
 /* Lassen: each pair of V100s ranks the first port of its socket's CX-5
  * first; the pair splits over the two ports */
 TEST_F(topo_bind, lassen_four_v100s_get_four_distinct_ports) {
@@ -227,7 +244,7 @@ TEST_F(topo_bind, no_nic_is_no_binding) {
 
     load("hwloc-nvidiaDGX2-16xV100-nvswitch.xml");
     memset(binds, 0xa5, sizeof(binds));
-    EXPECT_EQ(UCS_ERR_NO_DEVICE, gpumem_topo_bind_nics(m_topo, binds));
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, gpumem_topo_bind_nics(m_topo, 0, binds));
     EXPECT_EQ(0xa5a5a5a5u, binds[0].nic) << "left as it was";
 }
 

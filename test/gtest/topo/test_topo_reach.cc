@@ -498,6 +498,15 @@ TEST_F(topo_reach, brief_across_host_bridges_is_amd_rule_on_amd) {
                  verdict.brief);
 }
 
+TEST_F(topo_reach, brief_across_host_bridges_of_an_unknown_cpu_is_the_cpu) {
+    /* A CPU of no known vendor may be AMD's, whose rule would carry them */
+    move_to_root_port(&a, 0x10, 0);
+    a.cpu_vendor[0] = '\0';
+    EXPECT_FALSE(reaches());
+    EXPECT_STREQ("unknown: CPU", verdict.brief);
+    EXPECT_TRUE(reaches(GPUMEM_TOPO_ASSUME));
+}
+
 TEST_F(topo_reach, brief_of_unknown_facts_lists_their_kinds) {
     unknown(&a.iommu, "cannot find it");
     unknown(&b.bar_size, "cannot read it");

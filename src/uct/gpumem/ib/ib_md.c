@@ -20,6 +20,7 @@
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 
@@ -386,6 +387,26 @@ uct_gpumem_ib_rkey_release(uct_component_t UCS_V_UNUSED *component,
 /* The process's GPUs, whose device memory the domain registers, as the
  * plugin's settings (UCX_GPUMEM_*) select them: every user of them shares
  * one driver. Without them the domain registers host memory. */
+
+/* The topology's index of the driver's GPU @a gpu, by its PCI address: the
+ * driver has the GPUs the process may use (CUDA_VISIBLE_DEVICES), the
+ * topology every GPU of the machine; UINT_MAX, which no GPU of the
+ * topology has, where it has none there */
+static unsigned uct_gpumem_ib_md_topo_gpu(const uct_gpumem_context_t *gpus,
+                                          unsigned gpu)
+{
+    const gpumem_topo_dev_t *dev;
+
+    if ((gpus->topo == NULL) || (gpu >= gpus->num_gpus)) {
+        return UINT_MAX;
+    }
+    dev = gpumem_topo_find(gpus->topo, &gpumem_gpu_reach(gpus->gpus[gpu])->addr);
+    if ((dev == NULL) || (dev->type != GPUMEM_TOPO_DEV_GPU)) {
+        return UINT_MAX;
+    }
+    return (unsigned)(dev - gpus->topo->devs);
+}
+
 static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
 {
     const uct_gpumem_settings_t *settings = &md->gpus_settings;
@@ -411,8 +432,12 @@ static void uct_gpumem_ib_md_open_gpus(uct_gpumem_ib_md_t *md)
         return;
     }
 
-    uct_gpumem_ib_place_find(md->gpus->topo, settings->alloc_gpu,
-                             md->domain.name, &md->place);
+    uct_gpumem_ib_place_find(md->gpus->topo,
+                             uct_gpumem_ib_md_topo_gpu(md->gpus,
+                                                       settings->alloc_gpu),
+                             md->domain.name,
+                             (settings->topo_xml[0] == '\0') ?
+                             GPUMEM_TOPO_BIND_ACTIVE : 0, &md->place);
     if (!md->place.dma_reaches) {
         ucs_diag("gpumem: %s does not reach the memory of GPU %u by DMA, and "
                  "is not offered for it: %s", md->domain.name,

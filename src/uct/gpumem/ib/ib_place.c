@@ -27,6 +27,7 @@
 /* The GPU's bound NIC, so that the estimates put it first */
 static void uct_gpumem_ib_place_bind(const gpumem_topo_t *topo, unsigned gpu,
                                      const gpumem_topo_dev_t *dev,
+                                     unsigned bind_flags,
                                      uct_gpumem_ib_place_t *place)
 {
     gpumem_topo_nic_bind_t *binds;
@@ -36,7 +37,7 @@ static void uct_gpumem_ib_place_bind(const gpumem_topo_t *topo, unsigned gpu,
         return;
     }
 
-    if (gpumem_topo_bind_nics(topo, binds) == UCS_OK) {
+    if (gpumem_topo_bind_nics(topo, bind_flags, binds) == UCS_OK) {
         place->bind_known = 1;
         place->bind       = binds[gpu];
         place->bound      = (&topo->devs[binds[gpu].nic] == dev);
@@ -48,7 +49,8 @@ static void uct_gpumem_ib_place_bind(const gpumem_topo_t *topo, unsigned gpu,
 
 
 void uct_gpumem_ib_place_find(const gpumem_topo_t *topo, unsigned gpu,
-                              const char *nic, uct_gpumem_ib_place_t *place)
+                              const char *nic, unsigned bind_flags,
+                              uct_gpumem_ib_place_t *place)
 {
     const gpumem_topo_dev_t *dev;
     gpumem_topo_nic_rank_t *ranks;
@@ -96,7 +98,7 @@ void uct_gpumem_ib_place_find(const gpumem_topo_t *topo, unsigned gpu,
     }
 
     ucs_free(ranks);
-    uct_gpumem_ib_place_bind(topo, gpu, dev, place);
+    uct_gpumem_ib_place_bind(topo, gpu, dev, bind_flags, place);
 }
 
 /* A port's bandwidth and latency through a NIC so placed from the GPU */

@@ -37,12 +37,15 @@ typedef struct uct_gpumem_ib_place {
 
 
 /**
- * The place of the NIC named @a nic for GPU @a gpu of @a topo (NULL: none).
- * A NIC or GPU the topology does not list (soft-RoCE, for one) is not
- * known, and reaches: nothing says otherwise.
+ * The place of the NIC named @a nic for GPU @a gpu of @a topo (NULL: none;
+ * @a gpu indexes the topology's devices), the GPU's NIC bound by
+ * gpumem_topo_bind_nics() with @a bind_flags. A NIC or GPU the topology
+ * does not list (soft-RoCE, for one) is not known, and reaches: nothing
+ * says otherwise.
  */
 void uct_gpumem_ib_place_find(const gpumem_topo_t *topo, unsigned gpu,
-                              const char *nic, uct_gpumem_ib_place_t *place);
+                              const char *nic, unsigned bind_flags,
+                              uct_gpumem_ib_place_t *place);
 
 
 /**

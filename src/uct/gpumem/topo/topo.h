@@ -253,6 +253,15 @@ typedef struct gpumem_topo_nic_rank {
 
 
 /**
+ * Flags of gpumem_topo_bind_nics().
+ */
+enum {
+    /* Leave out NICs whose port is known to be down */
+    GPUMEM_TOPO_BIND_ACTIVE = UCS_BIT(0)
+};
+
+
+/**
  * The NIC that gpumem_topo_bind_nics() gives a GPU.
  */
 typedef struct gpumem_topo_nic_bind {
@@ -326,12 +335,17 @@ void gpumem_topo_rank_nics(const gpumem_topo_t *topo, unsigned gpu,
  * the first NIC of its ranking that leaves the total as it is. With fewer
  * NICs than GPUs, a NIC serves at most ceil(GPUs / NICs) of them.
  *
+ * With GPUMEM_TOPO_BIND_ACTIVE in @a flags, a NIC whose port is known to be
+ * down takes no GPU: the live machine's ports are as they are now, and an
+ * export's were as they were when it was saved.
+ *
  * @a binds must hold topo->num_gpus entries.
  *
  * @return UCS_ERR_NO_DEVICE, with nothing logged and @a binds untouched,
- *         if the topology has no NIC; UCS_ERR_NO_MEMORY.
+ *         if the topology has no NIC (that may take part); UCS_ERR_NO_MEMORY.
  */
 ucs_status_t gpumem_topo_bind_nics(const gpumem_topo_t *topo,
+                                   unsigned flags,
                                    gpumem_topo_nic_bind_t *binds);
 
 /* Save the sysfs facts of every device (run once as root) */

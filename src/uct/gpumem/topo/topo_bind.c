@@ -110,7 +110,17 @@ static ucs_status_t gpumem_topo_bind_alloc(gpumem_topo_bind_t *b)
  * orders assignments by their relations before their PCI links: a relation
  * weighs more than the PCI links of all GPUs together.
  */
-static void gpumem_topo_bind_costs(const gpumem_topo_t *topo,
+/* Whether a NIC takes part: all do, but with GPUMEM_TOPO_BIND_ACTIVE one
+ * whose port is known to be down */
+static int gpumem_topo_bind_takes(const gpumem_topo_dev_t *dev,
+                                  unsigned flags)
+{
+    return (dev->type == GPUMEM_TOPO_DEV_NIC) &&
+           (!(flags & GPUMEM_TOPO_BIND_ACTIVE) || (dev->port == 0) ||
+            dev->port_active);
+}
+
+static void gpumem_topo_bind_costs(const gpumem_topo_t *topo, unsigned flags,
                                    gpumem_topo_bind_t *b)
 {
     unsigned max_hops = 0;
@@ -118,7 +128,7 @@ static void gpumem_topo_bind_costs(const gpumem_topo_t *topo,
     unsigned dev, gpu, nic, pair;
 
     for (dev = 0, nic = 0; dev < topo->num_devs; ++dev) {
-        if (topo->devs[dev].type == GPUMEM_TOPO_DEV_NIC) {
+        if (gpumem_topo_bind_takes(&topo->devs[dev], flags)) {
             b->nic_dev[nic++] = dev;
         }
     }
@@ -282,14 +292,18 @@ static void gpumem_topo_bind_break_ties(gpumem_topo_bind_t *b, int64_t total)
 }
 
 ucs_status_t gpumem_topo_bind_nics(const gpumem_topo_t *topo,
+                                   unsigned flags,
                                    gpumem_topo_nic_bind_t *binds)
 {
+    unsigned gpu, other, dev, num_nics = 0;
     gpumem_topo_bind_t b;
-    unsigned gpu, other;
     ucs_status_t status;
     int64_t total;
 
-    if (topo->num_nics == 0) {
+    for (dev = 0; dev < topo->num_devs; ++dev) {
+        num_nics += gpumem_topo_bind_takes(&topo->devs[dev], flags);
+    }
+    if (num_nics == 0) {
         return UCS_ERR_NO_DEVICE;
     }
     if (topo->num_gpus == 0) {
@@ -298,7 +312,7 @@ ucs_status_t gpumem_topo_bind_nics(const gpumem_topo_t *topo,
 
     memset(&b, 0, sizeof(b));
     b.num_gpus  = topo->num_gpus;
-    b.num_nics  = topo->num_nics;
+    b.num_nics  = num_nics;
     b.share     = ucs_div_round_up(b.num_gpus, b.num_nics);
     b.num_slots = b.num_nics * b.share;
 
@@ -307,7 +321,7 @@ ucs_status_t gpumem_topo_bind_nics(const gpumem_topo_t *topo,
         return status;
     }
 
-    gpumem_topo_bind_costs(topo, &b);
+    gpumem_topo_bind_costs(topo, flags, &b);
     gpumem_topo_bind_rank(&b);
     total = gpumem_topo_bind_solve(&b, b.nic_of);
     gpumem_topo_bind_break_ties(&b, total);

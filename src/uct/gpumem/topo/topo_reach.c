@@ -587,10 +587,12 @@ static void gpumem_topo_rule_bus_carries(const gpumem_topo_reach_t *r,
     gpumem_topo_rule_whitelist(r, o, &ways[2]);
 
     /* Where a bridge is above both, it decides; else the root complex does,
-     * by AMD's rule on AMD CPUs and by the whitelist on others */
+     * by AMD's rule on AMD CPUs (and on a CPU of no known vendor, which may
+     * be AMD's) and by the whitelist on others */
     if (gpumem_topo_common_bridge(r, o, &j) >= 0) {
         decisive = 0;
-    } else if (strcmp(r->cpu_vendor, "AuthenticAMD") == 0) {
+    } else if ((r->cpu_vendor[0] == '\0') ||
+               (strcmp(r->cpu_vendor, "AuthenticAMD") == 0)) {
         decisive = 1;
     } else {
         decisive = 2;
