@@ -1,0 +1,238 @@
+/**
+ * gpumem emulated CUDA: the state of libcuda.so.1 over the emu driver,
+ * shared by its files.
+ *
+ * The library's GPUs are the emu driver's (same VRAM, same sharing across
+ * processes, same topology, same copy engine): what it adds is the CUDA
+ * driver API's objects (contexts, streams, events, allocations, handles)
+ * and its rules (errors, lifetimes). One recursive lock guards it all, so
+ * that a call made from inside another (a memory event raised while the
+ * library maps) finds the lock its own.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_EMU_CUDA_H_
+#define GPUMEM_EMU_CUDA_H_
+
+#include <cuda.h>
+#include <uct/gpumem/driver/gpumem_driver.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/debug/log.h>
+#include <pthread.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/* The driver API version the library answers with: the header's own */
+#define GPUMEM_EMU_CUDA_VERSION     CUDA_VERSION
+
+/* cuMemCreate's granularity, as on NVIDIA GPUs; cuMemAlloc places smaller
+ * allocations in pages of GPUMEM_EMU_CUDA_SMALL_PAGE */
+#define GPUMEM_EMU_CUDA_GRANULARITY (2ul << 20)
+#define GPUMEM_EMU_CUDA_SMALL_PAGE  (4ul << 10)
+
+/* Contexts one thread may have pushed over each other */
+#define GPUMEM_EMU_CUDA_CTX_DEPTH   64
+
+
+/**
+ * A context: a device's primary one, retained and released, or one the
+ * application created.
+ */
+struct CUctx_st {
+    int             device;
+    unsigned        refs;     /* Primary: retains not yet released */
+    ucs_list_link_t list;     /* Created: in the library's contexts */
+    CUstream        stream;   /* The NULL stream of the context */
+    ucs_list_link_t streams;  /* All its streams, the NULL one included */
+};
+
+
+/**
+ * A stream: its operations in order, the first in progress.
+ */
+struct CUstream_st {
+    ucs_list_link_t list;     /* In the context's streams */
+    CUcontext       ctx;
+    unsigned        flags;
+    ucs_list_link_t ops;      /* gpumem_emu_cuda_op_t */
+    CUresult        error;    /* Of a copy that failed, told once */
+};
+
+
+/**
+ * An event: complete when the work its stream had at its record is.
+ */
+struct CUevent_st {
+    CUcontext ctx;
+    unsigned  flags;
+    CUstream  stream;         /* Of the last record */
+    unsigned  generation;     /* Of the last record */
+    int       pending;        /* The record's work is not done */
+};
+
+
+/**
+ * What one side of a copy, or an address asked about, is.
+ */
+typedef enum {
+    GPUMEM_EMU_CUDA_RANGE_ALLOC,   /* cuMemAlloc */
+    GPUMEM_EMU_CUDA_RANGE_IPC,     /* cuIpcOpenMemHandle */
+    GPUMEM_EMU_CUDA_RANGE_VMM,     /* cuMemMap of a cuMemCreate handle */
+    GPUMEM_EMU_CUDA_RANGE_HOST,    /* cuMemHostAlloc */
+    GPUMEM_EMU_CUDA_RANGE_PINNED   /* cuMemHostRegister */
+} gpumem_emu_cuda_range_kind_t;
+
+
+typedef struct gpumem_emu_cuda_vmm gpumem_emu_cuda_vmm_t;
+
+
+/**
+ * Memory at addresses of the process: device memory mapped on every GPU
+ * that reaches it (unified addressing), or system memory the GPUs reach at
+ * its own address.
+ */
+typedef struct gpumem_emu_cuda_range {
+    ucs_list_link_t              list;
+    gpumem_emu_cuda_range_kind_t kind;
+    uint64_t                     base;
+    size_t                       size;       /* As asked */
+    size_t                       map_size;   /* As mapped, whole pages */
+    int                          device;     /* Whose VRAM, or whose
+                                                context allocated it */
+    CUcontext                    ctx;
+    unsigned long long           buffer_id;
+    gpumem_driver_mem_t          *mem;       /* ALLOC, IPC: the VRAM */
+    gpumem_emu_cuda_vmm_t        *vmm;       /* VMM: the handle mapped */
+    uint64_t                     mapped;     /* GPUs that map it, a bit
+                                                each */
+    int                          access;     /* VMM: cuMemSetAccess given */
+    int                          ipc_fd;     /* ALLOC: the IPC handle's
+                                                file, -1 until asked */
+} gpumem_emu_cuda_range_t;
+
+
+/**
+ * A physical allocation of cuMemCreate, or one imported: it lives while
+ * its handle or any mapping of it does.
+ */
+struct gpumem_emu_cuda_vmm {
+    ucs_list_link_t     list;
+    gpumem_driver_mem_t *mem;
+    size_t              size;
+    int                 device;
+    unsigned            refs;       /* The handle, and each mapping */
+    int                 released;   /* cuMemRelease called */
+};
+
+
+/**
+ * Device addresses cuMemAddressReserve gave.
+ */
+typedef struct gpumem_emu_cuda_reservation {
+    ucs_list_link_t list;
+    uint64_t        base;
+    size_t          size;
+    unsigned        gpu;        /* Whose part of the space */
+} gpumem_emu_cuda_reservation_t;
+
+
+typedef struct gpumem_emu_cuda {
+    pthread_mutex_t     lock;        /* Recursive */
+    int                 initialized; /* cuInit succeeded in this process */
+    gpumem_topo_t       *topo;
+    gpumem_driver_t     *emu;
+    int                 num_devices;
+    struct CUctx_st     *primary;    /* One per device */
+    ucs_list_link_t     contexts;    /* Created by the application */
+    ucs_list_link_t     ranges;      /* gpumem_emu_cuda_range_t */
+    ucs_list_link_t     vmms;        /* gpumem_emu_cuda_vmm_t */
+    ucs_list_link_t     reservations;
+    unsigned long long  next_buffer_id;
+} gpumem_emu_cuda_t;
+
+
+extern gpumem_emu_cuda_t gpumem_emu_cuda;
+
+
+/* Locks the library; CUDA_SUCCESS, or CUDA_ERROR_NOT_INITIALIZED (and
+ * unlocked) before cuInit */
+CUresult gpumem_emu_cuda_enter(void);
+void gpumem_emu_cuda_leave(void);
+
+/* Unlocks and returns @a res */
+static inline CUresult gpumem_emu_cuda_return(CUresult res)
+{
+    gpumem_emu_cuda_leave();
+    return res;
+}
+
+/* The GPU of device @a device, or NULL where there is none */
+gpumem_driver_gpu_t *gpumem_emu_cuda_gpu(int device);
+
+/* The device at the PCI address of @a reach, or -1 */
+int gpumem_emu_cuda_device_of(const gpumem_pci_addr_t *addr);
+
+/* The calling thread's current context, or NULL */
+CUcontext gpumem_emu_cuda_ctx_current(void);
+
+/* The context a call that needs one runs in: CUDA_ERROR_INVALID_CONTEXT
+ * where the thread has none */
+CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p);
+
+/* The CUresult for a status of the emu driver */
+CUresult gpumem_emu_cuda_result(ucs_status_t status);
+
+
+/* emu_cuda_range.c: the memory at an address */
+gpumem_emu_cuda_range_t *gpumem_emu_cuda_range_find(uint64_t addr);
+gpumem_emu_cuda_range_t *gpumem_emu_cuda_range_new(
+        gpumem_emu_cuda_range_kind_t kind, uint64_t base, size_t size,
+        int device);
+void gpumem_emu_cuda_range_free(gpumem_emu_cuda_range_t *range);
+/* Maps @a size bytes of @a mem at @a offset, at @a va, on its GPU and on
+ * every other GPU that reaches it */
+CUresult gpumem_emu_cuda_range_map(gpumem_emu_cuda_range_t *range,
+                                   gpumem_driver_mem_t *mem, size_t offset);
+void gpumem_emu_cuda_range_unmap(gpumem_emu_cuda_range_t *range);
+/* Frees the VRAM of an ALLOC or IPC range, its addresses and the range,
+ * after the work that may use it (cuMemFree synchronizes) */
+void gpumem_emu_cuda_range_release(gpumem_emu_cuda_range_t *range);
+/* Reserves the range's addresses in device @a device's part of the space */
+CUresult gpumem_emu_cuda_va_reserve(int device, size_t size, size_t align,
+                                    uint64_t *va_p);
+
+/* emu_cuda_handle.c: a memory handle as a file another process takes */
+CUresult gpumem_emu_cuda_handle_file(gpumem_driver_mem_t *mem, int *fd_p);
+CUresult gpumem_emu_cuda_handle_open(int fd, gpumem_driver_mem_t **mem_p);
+CUresult gpumem_emu_cuda_fd_take(int pid, int fd, int *fd_p);
+
+/* emu_cuda_stream.c: the streams of a context and their work */
+CUresult gpumem_emu_cuda_stream_new(CUcontext ctx, unsigned flags,
+                                    CUstream *stream_p);
+/* Frees a stream of no work */
+void gpumem_emu_cuda_stream_free(CUstream stream);
+/* The stream a call names: the context's NULL stream for 0 and the
+ * per-thread and legacy handles (a context current needed) */
+CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p);
+/* Moves the stream's work on by one step of the copy engine */
+void gpumem_emu_cuda_stream_progress(CUstream stream);
+/* Waits for all of the stream's work; the error of a copy that failed */
+CUresult gpumem_emu_cuda_stream_drain(CUstream stream);
+void gpumem_emu_cuda_ctx_drain(CUcontext ctx);
+/* Queues a copy: @a gpu's engine moves it */
+CUresult gpumem_emu_cuda_stream_copy(CUstream stream, int gpu, uint64_t dst,
+                                     int dst_dev, uint64_t src, int src_dev,
+                                     size_t size);
+/* Queues the record of @a event */
+CUresult gpumem_emu_cuda_stream_record(CUstream stream, CUevent event);
+/* Forgets @a event in the stream's queue */
+void gpumem_emu_cuda_stream_forget(CUstream stream, CUevent event);
+
+/* Logs once that the entry point @a name is not emulated */
+void gpumem_emu_cuda_not_supported(const char *name, int *logged);
+
+END_C_DECLS
+
+#endif

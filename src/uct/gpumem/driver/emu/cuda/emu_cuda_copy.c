@@ -1,0 +1,160 @@
+/**
+ * gpumem emulated CUDA: cuMemcpy and its kinds, on the emu's copy engine.
+ *
+ * Unified addressing: the library tells device memory from host memory by
+ * address. The copy runs on the engine of a GPU whose page tables map
+ * every device side of it.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "emu_cuda.h"
+
+
+/**
+ * One side of a copy.
+ */
+typedef struct gpumem_emu_cuda_side {
+    int      dev;       /* Device memory */
+    uint64_t mapped;    /* The GPUs that map it (dev) */
+    int      owner;     /* Whose VRAM (dev) */
+} gpumem_emu_cuda_side_t;
+
+
+/* What @a size bytes at @a addr are: device memory inside one range, or
+ * host memory; an address in the GPUs' space that no allocation holds is
+ * refused, as NVIDIA's driver refuses it */
+static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size,
+                                     gpumem_emu_cuda_side_t *side)
+{
+    gpumem_emu_cuda_range_t *range = gpumem_emu_cuda_range_find(addr);
+    unsigned gpu_index;
+
+    side->dev = 0;
+    if ((range != NULL) && (range->kind != GPUMEM_EMU_CUDA_RANGE_HOST) &&
+        (range->kind != GPUMEM_EMU_CUDA_RANGE_PINNED)) {
+        if ((size > range->size) || ((addr - range->base) >
+                                     (range->size - size))) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        if ((range->kind == GPUMEM_EMU_CUDA_RANGE_VMM) && !range->access) {
+            /* Mapped, but no device was given access */
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        side->dev    = 1;
+        side->mapped = range->mapped;
+        side->owner  = range->device;
+        return CUDA_SUCCESS;
+    }
+
+    if ((range == NULL) &&
+        gpumem_emu_cuda.emu->ops->is_device_addr(gpumem_emu_cuda.emu,
+                                                 (void*)(uintptr_t)addr,
+                                                 &gpu_index)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The GPU whose engine moves the copy: the owner of a device side that
+ * maps the other */
+static CUresult gpumem_emu_cuda_engine(const gpumem_emu_cuda_side_t *dst,
+                                       const gpumem_emu_cuda_side_t *src,
+                                       int device, int *gpu_p)
+{
+    if (dst->dev && (!src->dev || (src->mapped & UCS_BIT(dst->owner)))) {
+        *gpu_p = dst->owner;
+    } else if (src->dev && (!dst->dev || (dst->mapped & UCS_BIT(src->owner)))) {
+        *gpu_p = src->owner;
+    } else if (!dst->dev && !src->dev) {
+        *gpu_p = device;
+    } else {
+        /* Two GPUs, neither reaching the other */
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult gpumem_emu_cuda_memcpy(CUdeviceptr dst, CUdeviceptr src,
+                                       size_t size, CUstream handle, int sync)
+{
+    gpumem_emu_cuda_side_t dst_side, src_side;
+    CUstream stream;
+    CUresult res;
+    int gpu;
+
+    res = gpumem_emu_cuda_enter();
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    res = gpumem_emu_cuda_stream_get(handle, &stream);
+    if ((res != CUDA_SUCCESS) || (size == 0)) {
+        return gpumem_emu_cuda_return(res);
+    }
+
+    res = gpumem_emu_cuda_side(dst, size, &dst_side);
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cuda_side(src, size, &src_side);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cuda_engine(&dst_side, &src_side,
+                                     stream->ctx->device, &gpu);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cuda_stream_copy(stream, gpu, dst, dst_side.dev, src,
+                                          src_side.dev, size);
+    }
+    if ((res == CUDA_SUCCESS) && sync) {
+        res = gpumem_emu_cuda_stream_drain(stream);
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
+                               size_t ByteCount, CUstream hStream)
+{
+    return gpumem_emu_cuda_memcpy(dst, src, ByteCount, hStream, 0);
+}
+
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    return gpumem_emu_cuda_memcpy(dst, src, ByteCount, NULL, 1);
+}
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost,
+                              size_t ByteCount)
+{
+    return gpumem_emu_cuda_memcpy(dstDevice, (uintptr_t)srcHost, ByteCount,
+                                  NULL, 1);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
+                              size_t ByteCount)
+{
+    return gpumem_emu_cuda_memcpy((uintptr_t)dstHost, srcDevice, ByteCount,
+                                  NULL, 1);
+}
+
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                              size_t ByteCount)
+{
+    return gpumem_emu_cuda_memcpy(dstDevice, srcDevice, ByteCount, NULL, 1);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
+                                   size_t ByteCount, CUstream hStream)
+{
+    return gpumem_emu_cuda_memcpy(dstDevice, (uintptr_t)srcHost, ByteCount,
+                                  hStream, 0);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream)
+{
+    return gpumem_emu_cuda_memcpy((uintptr_t)dstHost, srcDevice, ByteCount,
+                                  hStream, 0);
+}

@@ -1,0 +1,343 @@
+/**
+ * gpumem emulated CUDA: primary contexts, and each thread's stack of
+ * current ones.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "emu_cuda.h"
+
+#include <ucs/debug/memtrack_int.h>
+#include <unistd.h>
+
+
+/* The thread's pushed contexts, the current one last. A fork's child
+ * starts with none: its contexts are those it makes */
+static __thread CUcontext gpumem_emu_cuda_stack[GPUMEM_EMU_CUDA_CTX_DEPTH];
+static __thread unsigned  gpumem_emu_cuda_depth;
+static __thread pid_t     gpumem_emu_cuda_stack_pid;
+
+
+static void gpumem_emu_cuda_stack_check(void)
+{
+    if (gpumem_emu_cuda_stack_pid != getpid()) {
+        gpumem_emu_cuda_depth     = 0;
+        gpumem_emu_cuda_stack_pid = getpid();
+    }
+}
+
+CUcontext gpumem_emu_cuda_ctx_current(void)
+{
+    gpumem_emu_cuda_stack_check();
+    return (gpumem_emu_cuda_depth == 0) ? NULL :
+           gpumem_emu_cuda_stack[gpumem_emu_cuda_depth - 1];
+}
+
+CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p)
+{
+    CUcontext ctx = gpumem_emu_cuda_ctx_current();
+
+    if (ctx == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *ctx_p = ctx;
+    return CUDA_SUCCESS;
+}
+
+static int gpumem_emu_cuda_ctx_is_primary(CUcontext ctx)
+{
+    return (ctx >= gpumem_emu_cuda.primary) &&
+           (ctx < gpumem_emu_cuda.primary + gpumem_emu_cuda.num_devices);
+}
+
+/* Whether @a ctx is a live context of the library */
+static int gpumem_emu_cuda_ctx_valid(CUcontext ctx)
+{
+    CUcontext created;
+
+    if (gpumem_emu_cuda_ctx_is_primary(ctx)) {
+        return 1;
+    }
+    ucs_list_for_each(created, &gpumem_emu_cuda.contexts, list) {
+        if (created == ctx) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A context of the application's own, current for the thread */
+static CUresult gpumem_emu_cuda_ctx_create(CUcontext *pctx, CUdevice device)
+{
+    CUcontext ctx;
+    CUresult res;
+
+    if (pctx == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (gpumem_emu_cuda_gpu(device) == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    gpumem_emu_cuda_stack_check();
+    if (gpumem_emu_cuda_depth == GPUMEM_EMU_CUDA_CTX_DEPTH) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+
+    ctx = ucs_calloc(1, sizeof(*ctx), "gpumem_emu_cuda_ctx");
+    if (ctx == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    ctx->device = device;
+    ucs_list_head_init(&ctx->streams);
+    res = gpumem_emu_cuda_stream_new(ctx, 0, &ctx->stream);
+    if (res != CUDA_SUCCESS) {
+        ucs_free(ctx);
+        return res;
+    }
+
+    ucs_list_add_tail(&gpumem_emu_cuda.contexts, &ctx->list);
+    gpumem_emu_cuda_stack[gpumem_emu_cuda_depth++] = ctx;
+    *pctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxCreate(CUcontext *pctx,
+                             CUctxCreateParams *ctxCreateParams,
+                             unsigned int flags, CUdevice dev)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if ((ctxCreateParams != NULL) || (flags != 0)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_NOT_SUPPORTED);
+    }
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_ctx_create(pctx, dev));
+}
+
+/* The version of CUDA 3.2 to 12, without parameters */
+CUresult gpumem_emu_cuda_ctx_create_v2(CUcontext *pctx, unsigned int flags,
+                                       CUdevice dev)
+    __asm__("cuCtxCreate_v2");
+CUresult gpumem_emu_cuda_ctx_create_v2(CUcontext *pctx, unsigned int flags,
+                                       CUdevice dev)
+{
+    return cuCtxCreate(pctx, NULL, flags, dev);
+}
+
+/* Its work ends first; the calling thread's stack loses it (another
+ * thread's keeps a stale context, which its next call refuses) */
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
+{
+    CUstream stream, tmp;
+    unsigned i, j;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (!gpumem_emu_cuda_ctx_valid(ctx) ||
+        gpumem_emu_cuda_ctx_is_primary(ctx)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
+    }
+
+    gpumem_emu_cuda_ctx_drain(ctx);
+    ucs_list_for_each_safe(stream, tmp, &ctx->streams, list) {
+        gpumem_emu_cuda_stream_free(stream);
+    }
+    ucs_list_del(&ctx->list);
+    ucs_free(ctx);
+
+    gpumem_emu_cuda_stack_check();
+    for (i = j = 0; i < gpumem_emu_cuda_depth; ++i) {
+        if (gpumem_emu_cuda_stack[i] != ctx) {
+            gpumem_emu_cuda_stack[j++] = gpumem_emu_cuda_stack[i];
+        }
+    }
+    gpumem_emu_cuda_depth = j;
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
+{
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (pctx == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (gpumem_emu_cuda_gpu(device) == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_DEVICE);
+    }
+
+    ctx = &gpumem_emu_cuda.primary[device];
+    if (ctx->stream == NULL) {
+        res = gpumem_emu_cuda_stream_new(ctx, 0, &ctx->stream);
+        if (res != CUDA_SUCCESS) {
+            return gpumem_emu_cuda_return(res);
+        }
+    }
+    ++ctx->refs;
+    *pctx = ctx;
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device)
+{
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (gpumem_emu_cuda_gpu(device) == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_DEVICE);
+    }
+
+    ctx = &gpumem_emu_cuda.primary[device];
+    if (ctx->refs == 0) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
+    }
+    if (--ctx->refs == 0) {
+        /* The context's work ends with it */
+        gpumem_emu_cuda_ctx_drain(ctx);
+    }
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice device,
+                                            unsigned int *flags, int *active)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if ((flags == NULL) || (active == NULL)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (gpumem_emu_cuda_gpu(device) == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_DEVICE);
+    }
+    *flags  = 0;
+    *active = (gpumem_emu_cuda.primary[device].refs > 0);
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (!gpumem_emu_cuda_ctx_valid(ctx)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
+    }
+
+    gpumem_emu_cuda_stack_check();
+    if (gpumem_emu_cuda_depth == GPUMEM_EMU_CUDA_CTX_DEPTH) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    gpumem_emu_cuda_stack[gpumem_emu_cuda_depth++] = ctx;
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+
+    gpumem_emu_cuda_stack_check();
+    if (gpumem_emu_cuda_depth == 0) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
+    }
+    --gpumem_emu_cuda_depth;
+    if (pctx != NULL) {
+        *pctx = gpumem_emu_cuda_stack[gpumem_emu_cuda_depth];
+    }
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (pctx == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    *pctx = gpumem_emu_cuda_ctx_current();
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+/* Replaces the top of the stack; NULL pops it */
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if ((ctx != NULL) && !gpumem_emu_cuda_ctx_valid(ctx)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
+    }
+
+    gpumem_emu_cuda_stack_check();
+    if (ctx == NULL) {
+        if (gpumem_emu_cuda_depth > 0) {
+            --gpumem_emu_cuda_depth;
+        }
+    } else if (gpumem_emu_cuda_depth == 0) {
+        gpumem_emu_cuda_stack[gpumem_emu_cuda_depth++] = ctx;
+    } else {
+        gpumem_emu_cuda_stack[gpumem_emu_cuda_depth - 1] = ctx;
+    }
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
+{
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (device == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    res = gpumem_emu_cuda_ctx_get(&ctx);
+    if (res == CUDA_SUCCESS) {
+        *device = ctx->device;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void)
+{
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    res = gpumem_emu_cuda_ctx_get(&ctx);
+    if (res == CUDA_SUCCESS) {
+        gpumem_emu_cuda_ctx_drain(ctx);
+    }
+    return gpumem_emu_cuda_return(res);
+}

@@ -1,0 +1,169 @@
+/**
+ * gpumem emulated CUDA: legacy IPC handles of cuMemAlloc's memory.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "emu_cuda.h"
+
+#include <string.h>
+#include <unistd.h>
+
+
+#define GPUMEM_EMU_CUDA_IPC_MAGIC 0x63706965u /* "eipc" */
+
+
+/**
+ * What a CUipcMemHandle holds: where the exporter's handle file is.
+ */
+typedef struct gpumem_emu_cuda_ipc {
+    uint32_t           magic;
+    int32_t            pid;        /* The exporter */
+    int32_t            fd;         /* Its handle file */
+    uint32_t           reserved;
+    unsigned long long buffer_id;  /* Its allocation */
+    uint64_t           size;
+} gpumem_emu_cuda_ipc_t;
+
+_Static_assert(sizeof(gpumem_emu_cuda_ipc_t) <= CU_IPC_HANDLE_SIZE,
+               "a legacy IPC handle holds the file's place");
+
+
+CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+    gpumem_emu_cuda_range_t *range;
+    gpumem_emu_cuda_ipc_t ipc;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (pHandle == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    range = gpumem_emu_cuda_range_find(dptr);
+    if ((range == NULL) || (range->kind != GPUMEM_EMU_CUDA_RANGE_ALLOC)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+
+    if (range->ipc_fd < 0) {
+        res = gpumem_emu_cuda_handle_file(range->mem, &range->ipc_fd);
+        if (res != CUDA_SUCCESS) {
+            return gpumem_emu_cuda_return(res);
+        }
+    }
+
+    memset(&ipc, 0, sizeof(ipc));
+    ipc.magic     = GPUMEM_EMU_CUDA_IPC_MAGIC;
+    ipc.pid       = getpid();
+    ipc.fd        = range->ipc_fd;
+    ipc.buffer_id = range->buffer_id;
+    ipc.size      = range->size;
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &ipc, sizeof(ipc));
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+static CUresult gpumem_emu_cuda_ipc_open(const gpumem_emu_cuda_ipc_t *ipc,
+                                         CUdeviceptr *pdptr)
+{
+    const gpumem_driver_ops_t *ops = gpumem_emu_cuda.emu->ops;
+    gpumem_emu_cuda_range_t *range;
+    gpumem_driver_mem_t *mem;
+    unsigned gpu_index;
+    uint64_t va;
+    CUresult res;
+    int fd;
+
+    res = gpumem_emu_cuda_fd_take(ipc->pid, ipc->fd, &fd);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    res = gpumem_emu_cuda_handle_open(fd, &mem);
+    close(fd);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+
+    for (gpu_index = 0; gpumem_emu_cuda_gpu(gpu_index) != mem->gpu;
+         ++gpu_index) {
+    }
+
+    res = gpumem_emu_cuda_va_reserve(gpu_index, mem->size, mem->page_size,
+                                     &va);
+    if (res != CUDA_SUCCESS) {
+        goto err_free;
+    }
+
+    range = gpumem_emu_cuda_range_new(GPUMEM_EMU_CUDA_RANGE_IPC, va,
+                                      ipc->size, gpu_index);
+    if (range == NULL) {
+        res = CUDA_ERROR_OUT_OF_MEMORY;
+        goto err_release;
+    }
+    range->map_size = mem->size;
+    range->mem      = mem;
+
+    res = gpumem_emu_cuda_range_map(range, mem, 0);
+    if (res != CUDA_SUCCESS) {
+        gpumem_emu_cuda_range_free(range);
+        goto err_release;
+    }
+
+    *pdptr = va;
+    return CUDA_SUCCESS;
+
+err_release:
+    ops->va_release(mem->gpu, va, mem->size);
+err_free:
+    ops->mem_free(mem);
+    return res;
+}
+
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                    unsigned int Flags)
+{
+    gpumem_emu_cuda_ipc_t ipc;
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    memcpy(&ipc, handle.reserved, sizeof(ipc));
+    if ((pdptr == NULL) || (Flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
+        (ipc.magic != GPUMEM_EMU_CUDA_IPC_MAGIC)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    res = gpumem_emu_cuda_ctx_get(&ctx);
+    if (res != CUDA_SUCCESS) {
+        return gpumem_emu_cuda_return(res);
+    }
+    /* A process opens no handle of its own memory */
+    if (ipc.pid == getpid()) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
+    }
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_ipc_open(&ipc, pdptr));
+}
+
+CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    gpumem_emu_cuda_range_t *range;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    range = gpumem_emu_cuda_range_find(dptr);
+    if ((range == NULL) || (range->kind != GPUMEM_EMU_CUDA_RANGE_IPC) ||
+        (range->base != dptr)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+
+    gpumem_emu_cuda_range_release(range);
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}

@@ -1,0 +1,62 @@
+/**
+ * gpumem emulated CUDA: the list of the entry points it does not emulate.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_EMU_CUDA_STUB_H_
+#define GPUMEM_EMU_CUDA_STUB_H_
+
+#include <cuda.h>
+#include <ucs/sys/compiler_def.h>
+
+BEGIN_C_DECLS
+
+/* By the symbol the library exports, as cuda.h names its versions */
+#define GPUMEM_EMU_CUDA_STUBS(_fn) \
+    _fn(cuCtxEnablePeerAccess) \
+    _fn(cuCtxDisablePeerAccess) \
+    _fn(cuCtxGetApiVersion) \
+    _fn(cuCtxGetFlags) \
+    _fn(cuCtxSetFlags) \
+    _fn(cuDeviceGetByPCIBusId) \
+    _fn(cuDeviceGetP2PAttribute) \
+    _fn(cuDeviceGetUuid_v2) \
+    _fn(cuDevicePrimaryCtxReset_v2) \
+    _fn(cuDevicePrimaryCtxSetFlags_v2) \
+    _fn(cuEventElapsedTime_v2) \
+    _fn(cuFlushGPUDirectRDMAWrites) \
+    _fn(cuIpcGetEventHandle) \
+    _fn(cuIpcOpenEventHandle) \
+    _fn(cuLaunchHostFunc) \
+    _fn(cuLaunchKernel) \
+    _fn(cuMemAllocAsync) \
+    _fn(cuMemAllocManaged) \
+    _fn(cuMemAllocPitch_v2) \
+    _fn(cuMemFreeAsync) \
+    _fn(cuMemGetAllocationPropertiesFromHandle) \
+    _fn(cuMemPoolCreate) \
+    _fn(cuMemPrefetchAsync_v2) \
+    _fn(cuMemRetainAllocationHandle) \
+    _fn(cuMemcpy2D_v2) \
+    _fn(cuMemcpyDtoDAsync_v2) \
+    _fn(cuMemcpyPeer) \
+    _fn(cuMemcpyPeerAsync) \
+    _fn(cuMemsetD32_v2) \
+    _fn(cuMemsetD8Async) \
+    _fn(cuMemsetD8_v2) \
+    _fn(cuModuleGetFunction) \
+    _fn(cuModuleLoad) \
+    _fn(cuModuleLoadData) \
+    _fn(cuStreamAddCallback) \
+    _fn(cuStreamGetCtx)
+
+
+#define GPUMEM_EMU_CUDA_STUB_DECLARE(_symbol) \
+    CUresult gpumem_emu_cuda_stub_##_symbol(void) __asm__(#_symbol);
+
+GPUMEM_EMU_CUDA_STUBS(GPUMEM_EMU_CUDA_STUB_DECLARE)
+
+END_C_DECLS
+
+#endif

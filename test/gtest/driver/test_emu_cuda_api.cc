@@ -1,0 +1,171 @@
+/**
+ * gpumem tests: the emulated CUDA's rules: initialization, errors,
+ * contexts, and entry points by name.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "emu_cuda_test.h"
+
+#include <cstring>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+
+/* Runs @a body in a child of a fork; its exit status is the test's */
+template <typename F> static void in_child(F body)
+{
+    pid_t pid = fork();
+
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        _exit(body());
+    }
+
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(0, WEXITSTATUS(status)) << "the child's check "
+                                      << WEXITSTATUS(status) << " failed";
+}
+
+/* A fork's child has no context of its parent and calls cuInit first */
+TEST_F(emu_cuda_test, calls_before_init_are_not_initialized) {
+    in_child([]() {
+        int count = 0, version = 0;
+        const char *name;
+
+        if (p_cuDeviceGetCount(&count) != CUDA_ERROR_NOT_INITIALIZED) {
+            return 1;
+        }
+        /* These answer before cuInit */
+        if ((p_cuDriverGetVersion(&version) != CUDA_SUCCESS) ||
+            (version != CUDA_VERSION) ||
+            (p_cuGetErrorName(CUDA_ERROR_NOT_INITIALIZED, &name) !=
+             CUDA_SUCCESS)) {
+            return 2;
+        }
+        if ((p_cuInit(0) != CUDA_SUCCESS) ||
+            (p_cuDeviceGetCount(&count) != CUDA_SUCCESS) || (count < 1)) {
+            return 3;
+        }
+        return 0;
+    });
+}
+
+TEST_F(emu_cuda_test, null_out_pointer_is_invalid_value) {
+    CUdeviceptr dptr;
+
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuDeviceGetCount(NULL));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuDriverGetVersion(NULL));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemAlloc(NULL, 4096));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemAlloc(&dptr, 0));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuStreamCreate(NULL, 0));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuInit(1));
+}
+
+TEST_F(emu_cuda_test, call_without_context_is_invalid_context) {
+    CUresult alloc_res = CUDA_SUCCESS, stream_res = CUDA_SUCCESS;
+    CUcontext current = m_ctx;
+
+    /* The context is the pushing thread's alone */
+    std::thread([&]() {
+        CUdeviceptr dptr;
+        CUstream stream;
+
+        p_cuCtxGetCurrent(&current);
+        alloc_res  = p_cuMemAlloc(&dptr, 4096);
+        stream_res = p_cuStreamCreate(&stream, 0);
+    }).join();
+
+    EXPECT_EQ(NULL, current);
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, alloc_res);
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, stream_res);
+}
+
+TEST_F(emu_cuda_test, pop_gives_back_the_context_pushed) {
+    CUcontext ctx = NULL;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(m_ctx));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(&ctx));
+    EXPECT_EQ(m_ctx, ctx);
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxGetCurrent(&ctx));
+    EXPECT_EQ(m_ctx, ctx);
+
+    std::thread([&]() {
+        EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxPopCurrent(&ctx));
+    }).join();
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxPushCurrent(NULL));
+}
+
+TEST_F(emu_cuda_test, release_unretained_primary_is_invalid_context) {
+    int count;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetCount(&count));
+    if (count < 2) {
+        GTEST_SKIP() << "the machine has one GPU";
+    }
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuDevicePrimaryCtxRelease(1));
+    EXPECT_EQ(CUDA_ERROR_INVALID_DEVICE, p_cuDevicePrimaryCtxRelease(count));
+}
+
+TEST_F(emu_cuda_test, bus_id_is_nvidia_form) {
+    char bus_id[32];
+    unsigned domain, bus, dev, fn;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetPCIBusId(bus_id, sizeof(bus_id), 0));
+    EXPECT_EQ(4, sscanf(bus_id, "%8X:%2X:%2X.%1X", &domain, &bus, &dev, &fn))
+        << bus_id;
+    EXPECT_EQ(12u, strlen(bus_id)) << bus_id;
+}
+
+TEST_F(emu_cuda_test, device_is_not_its_own_peer) {
+    int can_access = 1;
+
+    EXPECT_EQ(CUDA_SUCCESS, p_cuDeviceCanAccessPeer(&can_access, 0, 0));
+    EXPECT_EQ(0, can_access);
+}
+
+TEST_F(emu_cuda_test, error_names_are_the_drivers) {
+    const char *name = NULL;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuGetErrorName(CUDA_ERROR_INVALID_VALUE,
+                                             &name));
+    EXPECT_STREQ("CUDA_ERROR_INVALID_VALUE", name);
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuGetErrorName((CUresult)12345, &name));
+    EXPECT_EQ(NULL, name);
+}
+
+TEST_F(emu_cuda_test, proc_address_by_base_and_versioned_name) {
+    CUdriverProcAddressQueryResult found;
+    void *fn = NULL;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuGetProcAddress("cuMemAlloc", &fn,
+                                               CUDA_VERSION, 0, &found));
+    EXPECT_EQ(symbol("cuMemAlloc_v2"), fn);
+    EXPECT_EQ(CU_GET_PROC_ADDRESS_SUCCESS, found);
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuGetProcAddress("cuMemAlloc_v2", &fn,
+                                               CUDA_VERSION, 0, NULL));
+    EXPECT_EQ(symbol("cuMemAlloc_v2"), fn);
+
+    EXPECT_EQ(CUDA_ERROR_NOT_FOUND,
+              p_cuGetProcAddress("cuNoSuchCall", &fn, CUDA_VERSION, 0,
+                                 &found));
+    EXPECT_EQ(NULL, fn);
+    EXPECT_EQ(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, found);
+}
+
+/* What the library does not emulate says so, once */
+TEST_F(emu_cuda_test, entry_point_not_emulated_logs_once) {
+    CUresult (*launch)(void);
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuGetProcAddress("cuLaunchKernel",
+                                               (void**)&launch, CUDA_VERSION,
+                                               0, NULL));
+    EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, launch());
+    expect_log("cuLaunchKernel is not emulated");
+    EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, launch());
+}
