@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(handle.fd >= 0);
         check((handle.granularity != 0) &&
               !(handle.granularity & (handle.granularity - 1)));
-        check((handle.size % handle.granularity) == 0);
+        check((handle.size % GPUMEM_CUDA_HANDLE_PAGE) == 0);
     } else {
         check(handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC);
         check((handle.fd == -1) && (handle.granularity == 0));

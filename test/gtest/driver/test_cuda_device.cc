@@ -166,6 +166,26 @@ TEST_F(cuda_device, export_import_in_process_shares_memory) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }
 
+/* The handle names the allocation as its owner made it, not the
+ * granularity's pages that map it: an importer's region is of the same
+ * size, which is what a remote key claims */
+TEST_F(cuda_device, import_under_the_granularity_has_the_owners_size) {
+    const size_t size = 1ul << 20;
+    uint8_t handle[GPUMEM_EXPORT_MAX];
+    gpumem_region_t *region, *imported;
+    size_t length;
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_export(region, handle, &length));
+    ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
+    EXPECT_EQ(gpumem_region_size(region), gpumem_region_size(imported));
+    expect_round_trip(0, gpumem_region_address(imported), pattern(size, 5));
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
 TEST_F(cuda_device, device_addresses_are_known_with_their_allocation) {
     const size_t size       = 2ul << 20;
     gpumem_region_t *region = alloc(0, size);

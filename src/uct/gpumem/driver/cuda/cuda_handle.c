@@ -31,7 +31,8 @@ ucs_status_t gpumem_cuda_handle_pack(const gpumem_cuda_handle_t *handle,
     return UCS_OK;
 }
 
-/* The fields of a VMM fd handle: an fd, and whole pages of a granularity */
+/* The fields of a VMM fd handle: an fd, a granularity, and whole small
+ * pages, as the memory core allocates */
 static int gpumem_cuda_handle_vmm_valid(const gpumem_cuda_handle_t *handle,
                                         const char **why_p)
 {
@@ -40,8 +41,8 @@ static int gpumem_cuda_handle_vmm_valid(const gpumem_cuda_handle_t *handle,
     } else if ((handle->granularity == 0) ||
                !ucs_is_pow2(handle->granularity)) {
         *why_p = "a granularity that is not a power of 2";
-    } else if ((handle->size % handle->granularity) != 0) {
-        *why_p = "a size that is not a multiple of its granularity";
+    } else if ((handle->size % GPUMEM_CUDA_HANDLE_PAGE) != 0) {
+        *why_p = "a size that is not whole 4 KiB pages";
     } else if (handle->alloc_id == 0) {
         *why_p = "no allocation id";
     } else {

@@ -22,8 +22,9 @@
 BEGIN_C_DECLS
 
 #define GPUMEM_CUDA_HANDLE_MAGIC    0x43474d55u /* "UMGC" */
-#define GPUMEM_CUDA_HANDLE_VERSION  1
+#define GPUMEM_CUDA_HANDLE_VERSION  2
 #define GPUMEM_CUDA_IPC_HANDLE_SIZE 64          /* CU_IPC_HANDLE_SIZE */
+#define GPUMEM_CUDA_HANDLE_PAGE     4096        /* The core's small page */
 
 
 typedef enum {
@@ -44,7 +45,9 @@ typedef struct gpumem_cuda_handle {
     int32_t  pid;           /* The exporting process */
     int32_t  fd;            /* VMM_FD: the fd's number in the exporter */
     uint32_t reserved;      /* 0 */
-    uint64_t size;          /* Bytes the handle maps */
+    uint64_t size;          /* Bytes of the allocation, as its owner
+                               allocated them (VMM_FD: the handle maps
+                               them rounded up to the granularity) */
     uint64_t granularity;   /* VMM_FD: the allocation granularity */
     uint64_t alloc_id;      /* The exporter's allocation, unique in its
                                life (LEGACY_IPC: the driver's buffer id):

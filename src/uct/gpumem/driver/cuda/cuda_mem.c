@@ -247,7 +247,7 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
     handle.uid         = geteuid();
     handle.pid         = getpid();
     handle.fd          = mem->export_fd;
-    handle.size        = mem->alloc_size;
+    handle.size        = mem->super.size;
     handle.granularity = gpu->driver->granularity;
     handle.alloc_id    = mem->alloc_id;
     return gpumem_cuda_handle_pack(&handle, buf, GPUMEM_DRIVER_EXPORT_MAX,
@@ -441,6 +441,18 @@ ucs_status_t gpumem_cuda_mem_import(gpumem_driver_gpu_t *handle_gpu,
         return UCS_ERR_NO_MEMORY;
     }
     mem->imported = 1;
+
+    /* The exporter's mapping is its size rounded to its granularity: this
+     * process maps the same bytes */
+    if (mem->alloc_size != ucs_align_up(handle.size, handle.granularity)) {
+        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "memory of process %d: "
+                            "its allocation of %"PRIu64" bytes is mapped in "
+                            "pages of %"PRIu64", this process's are of %zu",
+                            handle.pid, handle.size, handle.granularity,
+                            gpu->driver->granularity);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err_free;
+    }
 
     status = gpumem_cuda_fd_take(gpu, handle.pid, handle.fd, &fd);
     if (status != UCS_OK) {
