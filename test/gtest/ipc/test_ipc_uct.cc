@@ -522,8 +522,13 @@ TEST_F(ipc_uct, bad_keys_are_refused_with_a_reason_and_map_nothing) {
 
         SCOPED_TRACE(b.what);
         ASSERT_EQ(good.size(), b.packed.size());
+        rkey.rkey = 0x5a5a5a5a;
         EXPECT_EQ(b.status, unpack(b.packed, &rkey));
         EXPECT_LE(1u, log.size()) << "no reason logged";
+        /* UCX 1.13 releases the key whose unpack failed along with the
+         * others: what is left is nothing to release */
+        EXPECT_EQ(0u, rkey.rkey);
+        release(&rkey);
     }
     after = stats();
     EXPECT_EQ(before.imports, after.imports);

@@ -337,6 +337,10 @@ uct_gpumem_ipc_rkey_unpack_key(uct_component_t *uct_component,
     uct_gpumem_ipc_key_t key;
     ucs_status_t status;
 
+    /* UCP (1.13 at least) releases a key whose unpack failed with the keys
+     * of the other memory domains: until it succeeds, it is no key */
+    *rkey_p = 0;
+
     cache = uct_gpumem_ipc_component_get_cache(component);
     if (cache == NULL) {
         ucs_error("gpumem_ipc: cannot unpack a remote key: no gpumem_ipc "
@@ -402,6 +406,11 @@ uct_gpumem_ipc_rkey_release(uct_component_t *uct_component, uct_rkey_t rkey,
     uct_gpumem_ipc_component_t *component =
             ucs_derived_of(uct_component, uct_gpumem_ipc_component_t);
     uct_gpumem_ipc_rkey_t *ipc_rkey       = (uct_gpumem_ipc_rkey_t*)rkey;
+
+    if (ipc_rkey == NULL) {
+        /* A key whose unpack failed */
+        return UCS_OK;
+    }
 
     uct_gpumem_ipc_cache_put(component->cache, ipc_rkey->entry);
     ucs_free(ipc_rkey);
