@@ -109,6 +109,7 @@ TEST_F(api, bad_arguments_are_errors) {
 /* The default machine's two GPUs share a PCIe switch: each maps the other's
  * memory, and says through what */
 TEST_F(api, gpus_under_one_switch_access_each_other) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
     char reason[256];
     int can_access = 0;
 
@@ -124,6 +125,7 @@ TEST_F(api, gpus_under_one_switch_access_each_other) {
 
 /* GPUs of two sockets of a POWER8 machine: no access, and the reason */
 TEST_F(api, gpus_across_sockets_do_not_access_each_other_and_say_why) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
     char reason[256];
     int can_access = 1;
 
@@ -191,6 +193,7 @@ TEST_F(api, result_string_of_a_value_that_is_no_result_says_so) {
 }
 
 TEST_F(api, an_allocation_without_room_names_the_gpu_and_what_is_free) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("VRAM size of the case");
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     void *held, *dev = NULL;
 
@@ -316,6 +319,7 @@ TEST_F(api, of_two_frees_of_one_allocation_one_frees_it) {
 /* The GPUs open at a fork are the parent's: the child opens its own, and
  * neither disturbs the other's memory */
 TEST_F(api, a_child_of_a_fork_opens_its_own_gpus) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     std::string in(10000, 'p'), out(10000, '\0');
     int status;
     void *dev;

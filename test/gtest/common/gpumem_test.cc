@@ -33,6 +33,18 @@ static struct driver_default {
     }
 } s_driver_default;
 
+std::string driver()
+{
+    const char *name = getenv("UCX_GPUMEM_DRIVER");
+
+    return (name != NULL) ? name : "emu";
+}
+
+bool driver_is_emu()
+{
+    return driver() == "emu";
+}
+
 void *plugin_handle()
 {
     static void *handle = NULL;

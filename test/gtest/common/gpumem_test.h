@@ -47,6 +47,33 @@ unsigned count_config_tables(const std::string &prefix);
 ucs_status_t config_modify(void *config, const std::string &prefix,
                            const std::string &name, const char *value);
 
+/* The driver the suite's memory domains and device calls open
+ * (GPUMEM_TEST_DRIVER, "emu" by default) */
+std::string driver();
+
+/* Whether the cases of the emulated machine apply: its settings
+ * (UCX_GPUMEM_EMU_*), the topologies a case gives, the engine's figures.
+ * With another driver the GPUs are the machine's own, opened once. */
+bool driver_is_emu();
+
 }
+
+/* A case that checks the emulated machine itself skips, naming @a _what,
+ * where the suite runs on another driver */
+#define GPUMEM_TEST_SKIP_UNLESS_EMU(_what) \
+    if (!gpumem_test::driver_is_emu()) { \
+        GTEST_SKIP() << "the emu driver's " << _what << ": the GPUs are " \
+                     << "the " << gpumem_test::driver() << " driver's"; \
+    }
+
+/* A case whose child of a fork uses the GPUs skips where the driver does
+ * not run there: CUDA does not in the child of a process that initialized
+ * it */
+#define GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE() \
+    if (!gpumem_test::driver_is_emu()) { \
+        GTEST_SKIP() << "the " << gpumem_test::driver() << " driver does " \
+                     << "not run in the child of a fork of a process that " \
+                     << "used it"; \
+    }
 
 #endif

@@ -166,6 +166,24 @@ TEST_F(cuda_device, export_import_in_process_shares_memory) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }
 
+/* CUDA refuses every call in the child of a fork of a process that
+ * initialized it: the driver's probe there says why */
+TEST_F(cuda_device, child_of_a_fork_is_told_why_it_has_no_gpu) {
+    int status;
+    pid_t pid;
+
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        char why[256] = "";
+        _exit(((gpumem_cuda_probe(why, sizeof(why)) == UCS_ERR_NO_DEVICE) &&
+               (strstr(why, "child of a fork") != NULL)) ? 0 : 1);
+    }
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+        << "the child's probe did not say it runs in the child of a fork";
+}
+
 /* The handle names the allocation as its owner made it, not the
  * granularity's pages that map it: an importer's region is of the same
  * size, which is what a remote key claims */

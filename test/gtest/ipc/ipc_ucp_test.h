@@ -146,6 +146,12 @@ struct lane_bytes {
 class ipc_ucp : public ipc_test,
                 public testing::WithParamInterface<gpumem_test::ucp_setup> {
 protected:
+    /* Every case has a child of a fork move device memory */
+    virtual void SetUp() {
+        ipc_test::SetUp();
+        GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
+    }
+
     /* What the plugin's transports moved in this process so far */
     gpumem_test::lane_bytes bytes_moved();
     gpumem_test::lane_bytes

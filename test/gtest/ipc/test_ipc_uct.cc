@@ -295,6 +295,7 @@ TEST_F(ipc_uct, iface_query_advertises_rma_to_iface_and_small_addresses) {
 /* The default machine's two GPUs share a PCIe switch: the estimates are
  * that path's; settings replace them */
 TEST_F(ipc_uct, estimates_come_from_the_topology_path) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
     uct_iface_attr_t attr;
     uct_perf_attr_t perf;
 
@@ -326,6 +327,7 @@ TEST_F(ipc_uct, estimates_come_from_the_topology_path) {
 
 /* On a machine whose GPUs pair by NVLink, the fabric's */
 TEST_F(ipc_uct, estimates_of_a_gpu_with_nvlink_are_the_fabrics) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
     uct_iface_attr_t attr;
 
     setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
@@ -597,6 +599,7 @@ TEST_F(ipc_uct, key_decoder_refuses_or_repacks_every_damaged_key) {
 /* A key of memory on a GPU that this process's GPU does not reach is
  * "unreachable" (UCP then moves the data another way), logged once */
 TEST_F(ipc_uct, key_of_a_gpu_that_is_not_reached_is_unreachable_logged_once) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
     remote_buffer buffer;
     uct_rkey_bundle_t rkey;
     log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
@@ -1115,6 +1118,7 @@ TEST_F(ipc_uct, pending_add_says_try_again) {
  * the async sweep drops it soon after, with no key to come, and the
  * memory goes back (UCX_GPUMEM_IPC_CACHE_SWEEP_INTERVAL) */
 TEST_F(ipc_uct, idle_mapping_of_a_dead_peer_goes_at_the_next_sweep) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     const size_t size = 1 << 20;
     uct_gpumem_ipc_stats_t before;
     uct_rkey_bundle_t rkey;
@@ -1162,6 +1166,7 @@ TEST_F(ipc_uct, idle_mapping_of_a_dead_peer_goes_at_the_next_sweep) {
  * memory and gets from it, by the child's addresses and key; every byte is
  * checked on both sides */
 TEST_F(ipc_uct, put_get_zcopy_between_two_processes) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     const size_t sizes[] = {8, 8193, (1 << 20) + 3, 4 << 20};
     const size_t max     = 4 << 20;
     channel chan;
@@ -1237,6 +1242,7 @@ TEST_F(ipc_uct, put_get_zcopy_between_two_processes) {
  * GPU 0 finds a peer on GPU 2 unreachable, as often as UCP asks, and says
  * why once */
 TEST_F(ipc_uct, peer_whose_gpu_is_not_reached_is_refused_and_logged_once) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     std::string dev_addr, iface_addr, other_machine;
     channel chan;
     pid_t pid;
@@ -1271,6 +1277,7 @@ TEST_F(ipc_uct, peer_whose_gpu_is_not_reached_is_refused_and_logged_once) {
 
 /* GPU 0 and GPU 1 of the same machine are joined by NVLink: reached */
 TEST_F(ipc_uct, peer_whose_gpu_is_reached_by_nvlink_is_reachable) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     std::string dev_addr, iface_addr;
     channel chan;
     pid_t pid;
@@ -1296,6 +1303,7 @@ static ucs_status_t ipc_uct_peer_failed(void *arg, uct_ep_h ep,
 }
 
 TEST_F(ipc_uct, ep_check_tells_a_killed_peer_to_the_error_handler) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     std::vector<std::pair<uct_ep_h, ucs_status_t> > failed;
     std::string dev_addr, iface_addr;
     uct_iface_attr_t attr;

@@ -216,6 +216,30 @@ static ucs_status_t uct_gpumem_copy_req_map_peer(uct_gpumem_copy_iface_t *iface,
     return UCS_OK;
 }
 
+/* The device side of a copy lies inside one allocation of GPU @a gpu */
+static ucs_status_t uct_gpumem_copy_req_check(uct_gpumem_copy_iface_t *iface,
+                                              int gpu, uint64_t address,
+                                              size_t length, const char *side)
+{
+    uint64_t base;
+    size_t size, asked;
+    int own;
+
+    if (gpumem_find_allocation(iface->super.context->gpus[gpu], address,
+                               &base, &size, &asked, &own) != UCS_OK) {
+        ucs_error("gpumemcpy: copy of %zu bytes %s 0x%" PRIx64 ", which no "
+                  "allocation of GPU %d holds", length, side, address, gpu);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    if (length > asked - (address - base)) {
+        ucs_error("gpumemcpy: copy of %zu bytes %s 0x%" PRIx64 ": past the "
+                  "end of its allocation of %zu bytes at 0x%" PRIx64, length,
+                  side, address, asked, base);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return UCS_OK;
+}
+
 /* Resolves a copy to the engine that does it: that of the GPU holding its
  * device side; between two GPUs, the destination's, which reads the source
  * through a peer mapping as a GPU reads a peer's memory over its link.
@@ -228,6 +252,7 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
     uct_gpumem_context_t *context = iface->super.context;
     int dst_gpu                   = uct_gpumem_context_find_gpu(context, dst);
     int src_gpu                   = uct_gpumem_context_find_gpu(context, src);
+    ucs_status_t status;
 
     req->dst      = (uintptr_t)dst;
     req->src      = (uintptr_t)src;
@@ -240,6 +265,19 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
     if ((dst_gpu < 0) && (src_gpu < 0)) {
         req->engine = NULL;
         return UCS_OK;
+    }
+
+    if (ucs_unlikely(iface->check_bounds)) {
+        status = (dst_gpu < 0) ? UCS_OK :
+                 uct_gpumem_copy_req_check(iface, dst_gpu, req->dst, length,
+                                           "to");
+        if ((status == UCS_OK) && (src_gpu >= 0)) {
+            status = uct_gpumem_copy_req_check(iface, src_gpu, req->src,
+                                               length, "from");
+        }
+        if (status != UCS_OK) {
+            return status;
+        }
     }
 
     req->engine = context->gpus[(dst_gpu >= 0) ? dst_gpu : src_gpu];
@@ -440,7 +478,9 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
         return UCS_ERR_NO_DEVICE;
     }
 
-    self->id = uct_gpumem_copy_process_id();
+    self->id           = uct_gpumem_copy_process_id();
+    self->check_bounds = !!(self->super.context->driver->ops->flags &
+                            GPUMEM_DRIVER_FLAG_COPY_UNCHECKED);
     uct_gpumem_copy_iface_set_estimates(self, config);
     return UCS_OK;
 }

@@ -69,6 +69,8 @@ typedef struct uct_gpumem_copy_iface {
     uct_gpumem_copy_iface_addr_t id;  /* Its process's: every interface of
                                          the process reaches the same
                                          virtual addresses */
+    int                          check_bounds; /* The driver's engine does
+                                                  not (COPY_UNCHECKED) */
 } uct_gpumem_copy_iface_t;
 
 

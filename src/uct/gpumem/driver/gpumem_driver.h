@@ -73,7 +73,13 @@ enum {
      * at an address maps it for every device, and cuMemUnmap ends it for
      * all): another GPU maps the memory at addresses of its own, so that
      * each GPU's unmap ends only its own mapping */
-    GPUMEM_DRIVER_FLAG_PROCESS_MAPS = UCS_BIT(2)
+    GPUMEM_DRIVER_FLAG_PROCESS_MAPS = UCS_BIT(2),
+
+    /* The driver maps an allocation in pages larger than it (CUDA's 2 MiB
+     * granularity), and a copy that faults ends the context, every later
+     * call failing (CUDA's sticky errors): the engine catches no copy past
+     * an allocation's end, so the transports check each one first */
+    GPUMEM_DRIVER_FLAG_COPY_UNCHECKED = UCS_BIT(3)
 };
 
 

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 
 gpumem_cuda_api_t gpumem_cuda_api;
@@ -22,6 +23,7 @@ gpumem_cuda_api_t gpumem_cuda_api;
 static pthread_once_t gpumem_cuda_api_once = PTHREAD_ONCE_INIT;
 static ucs_status_t   gpumem_cuda_api_status;
 static char           gpumem_cuda_api_why[256];
+static pid_t          gpumem_cuda_api_pid;   /* Whose cuInit it was */
 
 
 /* The library stays open for the life of the process, as a driver does:
@@ -92,6 +94,7 @@ static void gpumem_cuda_api_init(void)
     char name[64];
     CUresult res;
 
+    gpumem_cuda_api_pid    = getpid();
     gpumem_cuda_api_status = gpumem_cuda_api_load();
     if (gpumem_cuda_api_status != UCS_OK) {
         return;
@@ -118,6 +121,16 @@ static void gpumem_cuda_api_init(void)
 ucs_status_t gpumem_cuda_api_open(char *why_buf, size_t max)
 {
     pthread_once(&gpumem_cuda_api_once, gpumem_cuda_api_init);
+
+    /* The child of a fork inherits the parent's open library, on which
+     * CUDA refuses every call: it says so rather than fail on the first */
+    if ((gpumem_cuda_api_status == UCS_OK) &&
+        (gpumem_cuda_api_pid != getpid())) {
+        ucs_snprintf_zero(why_buf, max, "the CUDA driver does not run in the "
+                          "child of a fork of process %d, which initialized "
+                          "it", gpumem_cuda_api_pid);
+        return UCS_ERR_NO_DEVICE;
+    }
     if (gpumem_cuda_api_status != UCS_OK) {
         ucs_strncpy_zero(why_buf, gpumem_cuda_api_why, max);
     }

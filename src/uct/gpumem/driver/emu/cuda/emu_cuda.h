@@ -141,6 +141,8 @@ typedef struct gpumem_emu_cuda_reservation {
 typedef struct gpumem_emu_cuda {
     pthread_mutex_t     lock;        /* Recursive */
     int                 initialized; /* cuInit succeeded in this process */
+    int                 forked;      /* A child of a fork of a process in
+                                        which it had */
     gpumem_topo_t       *topo;
     gpumem_driver_t     *emu;
     int                 num_devices;

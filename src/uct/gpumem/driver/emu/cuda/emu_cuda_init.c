@@ -24,14 +24,16 @@ gpumem_emu_cuda_t gpumem_emu_cuda = {
 static pthread_once_t gpumem_emu_cuda_atfork_once = PTHREAD_ONCE_INIT;
 
 
-/* The child of a fork has none of its parent's contexts, as with NVIDIA's
- * driver: it calls cuInit again and opens the GPUs for itself. What the
- * parent's state points to is the parent's, and is not freed here. */
+/* As with NVIDIA's driver, the child of a fork of a process that
+ * initialized the library cannot use it: every call, cuInit too, is
+ * CUDA_ERROR_NOT_INITIALIZED there. What the parent's state points to is
+ * the parent's, and is not freed here. */
 static void gpumem_emu_cuda_atfork_child(void)
 {
     pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
     gpumem_emu_cuda.lock        = lock;
+    gpumem_emu_cuda.forked      = gpumem_emu_cuda.initialized;
     gpumem_emu_cuda.initialized = 0;
     gpumem_emu_cuda.emu         = NULL;
     gpumem_emu_cuda.topo        = NULL;
@@ -194,7 +196,9 @@ CUresult CUDAAPI cuInit(unsigned int flags)
 
     pthread_once(&gpumem_emu_cuda_atfork_once, gpumem_emu_cuda_atfork_init);
     pthread_mutex_lock(&gpumem_emu_cuda.lock);
-    res = gpumem_emu_cuda.initialized ? CUDA_SUCCESS : gpumem_emu_cuda_open();
+    res = gpumem_emu_cuda.initialized ? CUDA_SUCCESS :
+          gpumem_emu_cuda.forked      ? CUDA_ERROR_NOT_INITIALIZED :
+                                        gpumem_emu_cuda_open();
     if (res == CUDA_SUCCESS) {
         gpumem_emu_cuda.initialized = 1;
     }
