@@ -5,7 +5,7 @@
 # emulated VRAM shared in a directory of the run's own. Runs the cuda
 # driver's own tests, the memory domain, copy, IPC and API suites, and
 # ucx_perftest -m cuda,cuda between two processes through gpumemcpy and
-# gpumemipc.
+# gpumemipc (test/tools/test_perftest_rma.sh).
 #   run.sh BUILDDIR
 set -u
 build=$1
@@ -36,40 +36,8 @@ else
     failed=1
 fi
 
-if ! command -v ucx_perftest >/dev/null; then
-    echo "SKIP: ucx_perftest -m cuda,cuda (no ucx_perftest: install ucx-utils)"
-    exit $failed
+# ucx_perftest's RMA between two processes, on the same GPUs
+if ! bash "$(dirname "$0")/../tools/test_perftest_rma.sh" "$build"; then
+    failed=1
 fi
-
-export GPUMEM_PLUGIN=$build/src/uct/gpumem/.libs/libuct_gpumem.so
-export GPUMEM_PERFTEST_LIB=$build/src/tools/.libs/libgpumem_perftest.so
-preload=$build/src/tools/gpumem-preload
-port=$((20000 + RANDOM % 20000))
-
-perftest() {
-    local tls=$1 test=$2 size=$3
-    port=$((port + 1))
-    UCX_TLS=$tls timeout -k 5 120 "$preload" --perftest ucx_perftest \
-        -t "$test" -m cuda,cuda -s "$size" -n 100 -p "$port" \
-        >"$work/server" 2>&1 &
-    sleep 1
-    if UCX_TLS=$tls timeout -k 5 120 "$preload" --perftest ucx_perftest \
-           -t "$test" -m cuda,cuda -s "$size" -n 100 -p "$port" localhost \
-           >"$work/client" 2>&1 && wait $! && grep -q "^Final:" "$work/client"
-    then
-        echo "PASS: ucx_perftest $test $size B -m cuda,cuda over $tls"
-    else
-        wait
-        echo "FAIL: ucx_perftest $test $size B -m cuda,cuda over $tls"
-        sed 's/^/    client: /' "$work/client"
-        sed 's/^/    server: /' "$work/server"
-        failed=1
-    fi
-}
-
-for size in 8 1048576; do
-    perftest posix,gpumemcpy,gpumemipc tag_bw "$size"
-    perftest posix,gpumemcpy,gpumemipc ucp_put_bw "$size"
-    perftest posix,gpumemcpy,gpumemipc ucp_get "$size"
-done
 exit $failed

@@ -171,6 +171,11 @@ TEST_F(cuda_handle, corrupt_fields_refused) {
     handle.alloc_id = 0;
     expect_refused(handle, UCS_ERR_INVALID_PARAM, "no allocation id");
 
+    handle         = vmm_handle();
+    handle.ipc[55] = 0x5a;
+    expect_refused(handle, UCS_ERR_INVALID_PARAM,
+                   "bytes of a legacy IPC handle set in a VMM handle");
+
     handle      = vmm_handle();
     handle.type = 9;
     expect_refused(handle, UCS_ERR_INVALID_PARAM, "an unknown type");

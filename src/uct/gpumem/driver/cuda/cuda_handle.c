@@ -31,6 +31,19 @@ ucs_status_t gpumem_cuda_handle_pack(const gpumem_cuda_handle_t *handle,
     return UCS_OK;
 }
 
+/* A VMM handle carries no legacy IPC handle: its bytes are 0 */
+static int gpumem_cuda_handle_ipc_zero(const gpumem_cuda_handle_t *handle)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(handle->ipc); ++i) {
+        if (handle->ipc[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The fields of a VMM fd handle: an fd, a granularity, and whole small
  * pages, as the memory core allocates */
 static int gpumem_cuda_handle_vmm_valid(const gpumem_cuda_handle_t *handle,
@@ -45,6 +58,8 @@ static int gpumem_cuda_handle_vmm_valid(const gpumem_cuda_handle_t *handle,
         *why_p = "a size that is not whole 4 KiB pages";
     } else if (handle->alloc_id == 0) {
         *why_p = "no allocation id";
+    } else if (!gpumem_cuda_handle_ipc_zero(handle)) {
+        *why_p = "bytes of a legacy IPC handle set in a VMM handle";
     } else {
         return 1;
     }

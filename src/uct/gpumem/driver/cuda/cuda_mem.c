@@ -15,19 +15,11 @@
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/memtrack_int.h>
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_pidfd.h>
 #include <ucs/sys/string.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-/* Linux 5.6; the numbers are the same on every architecture */
-#ifndef SYS_pidfd_open
-#  define SYS_pidfd_open  434
-#endif
-#ifndef SYS_pidfd_getfd
-#  define SYS_pidfd_getfd 438
-#endif
 
 
 /* Ids of the allocations of this process, never reused */

@@ -19,6 +19,14 @@
                                      CU_EVENT_INTERPROCESS)
 
 
+/* Moves the event's stream on to the event's record */
+static void gpumem_emu_cuda_event_wait(CUevent event)
+{
+    while (event->pending) {
+        gpumem_emu_cuda_stream_progress(event->stream);
+    }
+}
+
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int flags)
 {
     CUcontext ctx;
@@ -116,9 +124,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
     if (hEvent == NULL) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
-    while (hEvent->pending) {
-        gpumem_emu_cuda_stream_progress(hEvent->stream);
-    }
+    gpumem_emu_cuda_event_wait(hEvent);
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
 
@@ -140,11 +146,8 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
     res = gpumem_emu_cuda_stream_get(hStream, &stream);
-    if (res != CUDA_SUCCESS) {
-        return gpumem_emu_cuda_return(res);
+    if (res == CUDA_SUCCESS) {
+        gpumem_emu_cuda_event_wait(hEvent);
     }
-    while (hEvent->pending) {
-        gpumem_emu_cuda_stream_progress(hEvent->stream);
-    }
-    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+    return gpumem_emu_cuda_return(res);
 }

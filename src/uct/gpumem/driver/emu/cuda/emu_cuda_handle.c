@@ -18,16 +18,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+#include <uct/gpumem/util/gpumem_pidfd.h>
 
-/* Linux 5.6; the numbers are the same on every architecture */
-#ifndef SYS_pidfd_open
-#  define SYS_pidfd_open  434
-#endif
-#ifndef SYS_pidfd_getfd
-#  define SYS_pidfd_getfd 438
-#endif
 
 #define GPUMEM_EMU_CUDA_HANDLE_MAGIC 0x63756d65u /* "emuc" */
 
