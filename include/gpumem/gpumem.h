@@ -77,6 +77,10 @@ gpumem_result_t gpumem_device_can_access_peer(int *can_access, int device,
  * processes' device memory */
 gpumem_result_t gpumem_ipc_bytes(unsigned long long *bytes);
 
+/* Bytes this process's gpumem_rc endpoints posted in RDMA writes and reads
+ * so far, to and from other processes' memory, device or host */
+gpumem_result_t gpumem_rc_bytes(unsigned long long *bytes);
+
 /* A description of an error; of a value that is no result, says so */
 const char *gpumem_result_string(gpumem_result_t result);
 

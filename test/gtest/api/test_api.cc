@@ -165,6 +165,8 @@ TEST_F(api, a_null_answer_or_buffer_is_an_invalid_argument_logged) {
     log.expect("gpumem_device_mem_get_info: free is NULL");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_mem_get_info(&size, NULL));
     log.expect("gpumem_device_mem_get_info: total is NULL");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_rc_bytes(NULL));
+    log.expect("gpumem_rc_bytes: bytes is NULL");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               gpumem_device_memcpy(NULL, host, sizeof(host)));
     log.expect("gpumem_device_memcpy: dst is NULL");
@@ -180,6 +182,7 @@ TEST_F(api, a_null_answer_or_buffer_is_an_invalid_argument_logged) {
     EXPECT_EQ(0, gpumem_device_memcpy(NULL, NULL, 0));
     EXPECT_EQ(0, gpumem_device_memset(NULL, 0, 0));
     EXPECT_EQ(0, gpumem_ipc_bytes(&bytes));
+    EXPECT_EQ(0, gpumem_rc_bytes(&bytes));
     EXPECT_EQ(0, gpumem_device_free(dev));
 }
 

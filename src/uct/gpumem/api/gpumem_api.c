@@ -13,6 +13,7 @@
 
 #include <uct/gpumem/gpumem_context.h>
 #include <uct/gpumem/ipc/ipc_cache.h>
+#include <uct/gpumem/rc/rc_ep.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/datastruct/khash.h>
@@ -488,6 +489,13 @@ gpumem_result_t gpumem_ipc_bytes(unsigned long long *bytes)
     GPUMEM_API_CHECK_ARG(bytes, "gpumem_ipc_bytes");
     uct_gpumem_ipc_stats(&stats);
     *bytes = stats.bytes;
+    return UCS_OK;
+}
+
+gpumem_result_t gpumem_rc_bytes(unsigned long long *bytes)
+{
+    GPUMEM_API_CHECK_ARG(bytes, "gpumem_rc_bytes");
+    *bytes = uct_gpumem_rc_bytes();
     return UCS_OK;
 }
 

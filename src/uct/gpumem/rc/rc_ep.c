@@ -20,6 +20,7 @@
 #include <uct/gpumem/base/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
+#include <ucs/arch/atomic.h>
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/log.h>
 #include <errno.h>
@@ -51,6 +52,14 @@ ucs_status_t uct_gpumem_rc_wc_status(enum ibv_wc_status wc_status)
     default:
         return UCS_ERR_IO_ERROR;
     }
+}
+
+/* Every endpoint's posted bytes, for uct_gpumem_rc_bytes() */
+static uint64_t uct_gpumem_rc_posted_bytes;
+
+uint64_t uct_gpumem_rc_bytes(void)
+{
+    return ucs_atomic_fadd64(&uct_gpumem_rc_posted_bytes, 0);
 }
 
 static const char *uct_gpumem_rc_opcode_name(enum ibv_wr_opcode opcode)
@@ -544,6 +553,7 @@ static ucs_status_t uct_gpumem_rc_ep_post(uct_gpumem_rc_iface_t *iface,
     }
 
     ep->fence = 0;
+    ucs_atomic_add64(&uct_gpumem_rc_posted_bytes, op->length);
     if ((op->opcode == IBV_WR_RDMA_WRITE) && (op->length > 0) &&
         (iface->md->order == GPUMEM_REG_ORDER_ANY)) {
         ep->writes_unread = 1;

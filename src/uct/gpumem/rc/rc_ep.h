@@ -59,6 +59,10 @@ UCS_CLASS_DECLARE_NEW_FUNC(uct_gpumem_rc_ep_t, uct_ep_t,
  */
 ucs_status_t uct_gpumem_rc_wc_status(enum ibv_wc_status wc_status);
 
+/* Bytes the process's gpumem_rc endpoints posted in RDMA writes and reads
+ * so far, from the plugin's load (gpumem_rc_bytes) */
+uint64_t uct_gpumem_rc_bytes(void);
+
 
 /* Give a polled completion to the operation it ends */
 void uct_gpumem_rc_ep_complete(uct_gpumem_rc_iface_t *iface,
