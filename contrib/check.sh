@@ -3,7 +3,8 @@
 # googletest suite and the tools' golden tests ("make check"), UCX's own
 # googletest families on gpumem's transports ("make check-ucx-gtest"),
 # checks the source distribution ("make distcheck"), and runs the RDMA tests
-# in a soft-RoCE VM ("make check-vm", test/vm/run).
+# in a soft-RoCE VM ("make check-vm", test/vm/run), and the MPI job across
+# two such VMs ("make check-vm2", test/vm/run --two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,3 +18,6 @@ make check-ucx-gtest
 make -j2 distcheck
 # The tests that need a real RDMA device, against soft-RoCE in a VM
 make check-vm
+# Two machines: an MPI job of device buffers across them, machine identity,
+# a peer that dies
+make check-vm2

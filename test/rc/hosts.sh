@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The tests across two machines, run on gpumem-a by "make check-vm2"
+# (test/vm/run --two; gpumem-b is reached by ssh):
+#   identity  test/rc/reach_test between the machines both ways:
+#             gpumemipc and gpumemcpy do not reach the other machine's
+#             addresses, gpumem_rc does (and two processes of one machine:
+#             gpumemipc and gpumem_rc reach, gpumemcpy only its own process)
+#   p2p       test/rc/mpi_hosts_test with 4 ranks, 2 a host: device buffers
+#             both ways between every pair, every byte checked, each pair's
+#             bytes on gpumemipc within a host and gpumem_rc between hosts
+#   osc       one-sided put and get on windows of device memory (osc ucx)
+#   dead-peer gpumem-b is killed (kill -9 of its qemu) while the ranks
+#             stream to it: the job must end with an error within a bound,
+#             leaving no process and no emulated-GPU state on gpumem-a
+# Run from the top of a built tree (the build directory); the tree must be
+# at the same path on both machines.
+#
+# Usage: test/rc/hosts.sh [TEST...]   (default: all, dead-peer last)
+set -uo pipefail
+
+top=$PWD
+peer=${GPUMEM_VM_PEER:-gpumem-b}
+plugin=$top/src/uct/gpumem/.libs/libuct_gpumem.so
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(identity p2p osc dead-peer)
+
+say() { echo "hosts.sh: $*"; }
+failed=()
+
+if [ -z "${GPUMEM_VM_CTL:-}" ]; then
+    say "skipped: not on the main machine of test/vm/run --two"
+    exit 0
+fi
+
+# The emulated GPUs' state: the default directory (/dev/shm), each
+# machine's own. The last process to leave a GPU unlinks its state: nothing
+# may stay there after a job.
+shm_state() { ls -A /dev/shm; }
+shm_state >/tmp/hosts-shm-before
+shm_left() {
+    shm_state >/tmp/hosts-shm-after
+    comm -13 /tmp/hosts-shm-before /tmp/hosts-shm-after
+}
+shm_clean() {
+    local left
+    left=$(shm_left)
+    [ -z "$left" ] && return 0
+    say "$1: emulated-GPU state left in /dev/shm:" $left
+    return 1
+}
+have_mpi() {
+    [ -x test/rc/mpi_hosts_test ] && return 0
+    say "$1 skipped: test/rc/mpi_hosts_test was not built (configure found" \
+        "no MPI)"
+    return 1
+}
+
+# What every rank needs, and what a user on real hardware would set too:
+# pml ucx on any NIC (Open MPI 4.1 takes mlx5 devices only by default), the
+# plugin, one GPU per local rank (mpi_hosts_test sets UCX_GPUMEM_ALLOC_GPU).
+# UCX_UD_VERBS_ETH_DGID_CHECK=n is soft-RoCE's (test/vm/README.md).
+#   mpirun_hosts SECONDS [HOSTS NP] ARGS...   (default gpumem-a:2,PEER:2 4)
+mpirun_hosts() {
+    local seconds=$1 hosts=gpumem-a:2,$peer:2 np=4; shift
+    if [[ $1 == gpumem-* ]]; then hosts=$1 np=$2; shift 2; fi
+    timeout -k 10 "$seconds" mpirun --allow-run-as-root \
+        --host "$hosts" -np "$np" \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca btl self --mca oob_tcp_if_include eth0 \
+        --mca plm_rsh_args "-o ServerAliveInterval=2 -o ServerAliveCountMax=3" \
+        --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \
+        --mca oob_tcp_keepalive_probes 3 \
+        -x LD_PRELOAD="$plugin" -x UCX_UD_VERBS_ETH_DGID_CHECK=n \
+        -x UCX_NET_DEVICES="${UCX_NET_DEVICES:-rxe0:1}" \
+        "$@"
+}
+
+test_identity() {
+    local port=$((20000 + RANDOM % 10000)) out rc=0
+    # Across: the server on the peer, the client here; each checks.
+    ssh "$peer" "cd '$top' && UCX_LOG_LEVEL=diag timeout -k 5 60 \
+        test/rc/reach_test server $port other" >"$GPUMEM_VM_CTL/reach-b.log" 2>&1 &
+    local server=$!
+    sleep 3
+    out=$(UCX_LOG_LEVEL=diag timeout -k 5 60 \
+              test/rc/reach_test client "$peer" $port other 2>&1) || rc=1
+    wait $server || rc=1
+    echo "$out"
+    cat "$GPUMEM_VM_CTL/reach-b.log"
+    # Each side says why gpumemipc refuses
+    grep -q "gpumem_ipc: a peer on another machine" <<<"$out" ||
+        { say "identity: gpumem-a logged no 'another machine' reason"; rc=1; }
+    grep -q "gpumem_ipc: a peer on another machine" "$GPUMEM_VM_CTL/reach-b.log" ||
+        { say "identity: $peer logged no 'another machine' reason"; rc=1; }
+    # The same test between two processes of one machine must see them
+    # reach: the test tells the two cases apart.
+    port=$((port + 1))
+    timeout -k 5 60 test/rc/reach_test server $port same &
+    server=$!
+    sleep 2
+    timeout -k 5 60 test/rc/reach_test client gpumem-a $port same || rc=1
+    wait $server || rc=1
+    return $rc
+}
+
+test_p2p() {
+    local out rc=0
+    have_mpi p2p || return 0
+    out=$(mpirun_hosts 400 test/rc/mpi_hosts_test p2p 16m 2>&1) || rc=1
+    echo "$out" | grep -v "refuses to register dma-bufs"
+    # 6 pairs, each with its transport asserted by the program
+    [ "$(grep -c "^pair .*: gpumem" <<<"$out")" -eq 6 ] ||
+        { say "p2p: not every pair reported its transport"; rc=1; }
+    shm_clean p2p || rc=1
+    return $rc
+}
+
+test_osc() {
+    local out rc=0
+    have_mpi osc || return 0
+    # UCX 1.13's first protocols put short messages with the CPU whatever
+    # the memory (a fault on device memory): its new ones ask the memory.
+    out=$(mpirun_hosts 300 --mca osc ucx -x UCX_PROTO_ENABLE=y \
+              test/rc/mpi_hosts_test osc 1m 2>&1) ||
+        rc=1
+    echo "$out" | grep -v "refuses to register dma-bufs"
+    shm_clean osc || rc=1
+    return $rc
+}
+
+# Seconds within which the job must end once the peer has died
+DEAD_PEER_BOUND=${DEAD_PEER_BOUND:-120}
+
+test_dead_peer() {
+    local log=/tmp/dead-peer.log t0 t1 elapsed status rc=0 left i
+    have_mpi dead-peer || return 0
+    rm -f "$GPUMEM_VM_CTL/kill-peer"
+    mpirun_hosts $((DEAD_PEER_BOUND + 120)) \
+        test/rc/mpi_hosts_test stream 1m >"$log" 2>&1 &
+    local job=$!
+    # Once both of this host's ranks say their data flows, the peer dies.
+    for ((i = 0; i < 900; i++)); do
+        [ "$(grep -c "streaming to" "$log")" -lt 2 ] || break
+        kill -0 $job 2>/dev/null || break
+        sleep 0.2
+    done
+    if [ "$(grep -c "streaming to" "$log")" -lt 2 ]; then
+        cat "$log"
+        say "dead-peer: the job did not start streaming"
+        wait $job
+        return 1
+    fi
+    touch "$GPUMEM_VM_CTL/kill-peer"
+    for ((i = 0; i < 100; i++)); do
+        [ ! -e "$GPUMEM_VM_CTL/peer-killed" ] || break
+        sleep 0.1
+    done
+    t0=$(date +%s.%N)
+    wait $job
+    status=$?
+    t1=$(date +%s.%N)
+    elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
+    grep -v "refuses to register dma-bufs" "$log" | tail -n 25
+    say "dead-peer: mpirun exited $status $elapsed s after $peer died" \
+        "(bound $DEAD_PEER_BOUND s)"
+    if [ "$status" -eq 0 ]; then
+        say "dead-peer: the job succeeded without its peer"; rc=1
+    elif [ "$status" -eq 124 ] || [ "$status" -eq 137 ] ||
+         [ "$elapsed" -gt "$DEAD_PEER_BOUND" ]; then
+        say "dead-peer: the job did not end within $DEAD_PEER_BOUND s"; rc=1
+    fi
+    # Who noticed: a rank's MPI call, or mpirun losing the peer's daemon
+    grep -h "MPI error after\|lost communication\|ORTE has lost\|daemon" \
+        "$log" | head -n 5
+    sleep 2
+    left=$(pgrep -a -f "mpi_hosts_test|orted|mpirun" || true)
+    if [ -n "$left" ]; then
+        say "dead-peer: processes left behind:"; echo "$left"; rc=1
+        kill -9 $(pgrep -f "mpi_hosts_test|orted|mpirun") 2>/dev/null
+    fi
+    # Ranks that mpirun kills do not leave their GPUs: their state stays
+    # until the next process of the machine takes it over, and the last of
+    # those to leave unlinks it.
+    left=$(shm_left)
+    if [ -n "$left" ]; then
+        say "dead-peer: the killed ranks left their GPUs' state:" $left
+        say "dead-peer: a job on gpumem-a alone takes it over"
+        mpirun_hosts 120 gpumem-a:2 2 test/rc/mpi_hosts_test p2p 64k 2>&1 |
+            grep -v "refuses to register dma-bufs" | grep "pair\|passed\|FAIL"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || { say "dead-peer: that job failed"; rc=1; }
+    fi
+    shm_clean dead-peer || rc=1
+    return $rc
+}
+
+for t in "${tests[@]}"; do
+    t0=$(date +%s)
+    say "--- $t"
+    if "test_${t//-/_}"; then
+        say "$t passed ($(( $(date +%s) - t0 )) s)"
+    else
+        say "$t FAILED ($(( $(date +%s) - t0 )) s)"
+        failed+=("$t")
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    say "failed: ${failed[*]}"
+    exit 1
+fi
+say "all passed: ${tests[*]}"
