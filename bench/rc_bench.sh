@@ -27,14 +27,7 @@ for round in $(seq 1 "$rounds"); do
 done
 
 # tl mem test size MB/s usec -> one row per test: medians and ratio
-awk '
-function median(list,    n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; ++i)
-        for (j = i + 1; j <= n; ++j)
-            if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$(cat bench/median.awk)"'
 {
     key = $3 " " $4
     value = ($3 == "put_lat") ? $6 : $5

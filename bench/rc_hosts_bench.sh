@@ -73,14 +73,7 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
-awk '
-function median(list,    n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; ++i)
-        for (j = i + 1; j <= n; ++j)
-            if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$(cat "$src"/bench/median.awk)"'
 {
     key = $2 " " $3
     v[$1, key] = v[$1, key] " " (($2 == "put_lat") ? $5 : $4)
