@@ -11,6 +11,7 @@
 
 #include "emu_cuda.h"
 
+#include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/math.h>
 #include <string.h>
 
