@@ -166,6 +166,14 @@ gpumem_driver_gpu_t *emu_test::gpu(unsigned index) const
     return m_driver->ops->gpu(m_driver, index);
 }
 
+size_t emu_test::vram_free(unsigned index) const
+{
+    size_t free_bytes = 0;
+
+    EXPECT_EQ(UCS_OK, ops()->vram_free(gpu(index), &free_bytes));
+    return free_bytes;
+}
+
 gpumem_driver_mem_t *emu_test::alloc(unsigned gpu_index, size_t size,
                                      size_t page_size, int in_bar)
 {

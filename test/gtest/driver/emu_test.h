@@ -87,6 +87,8 @@ protected:
 
     const gpumem_driver_ops_t *ops() const { return m_driver->ops; }
     gpumem_driver_gpu_t *gpu(unsigned index) const;
+    /* The VRAM free on GPU @a index; a failure fails the test */
+    size_t vram_free(unsigned index) const;
 
     gpumem_driver_mem_t *alloc(unsigned gpu, size_t size,
                                size_t page_size = PAGE, int in_bar = 0);

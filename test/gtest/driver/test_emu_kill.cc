@@ -51,7 +51,7 @@ protected:
             *why = text;
             return false;
         }
-        if (ops()->vram_free(gpu(0)) != VRAM_SIZE - KEEP) {
+        if (vram_free(0) != VRAM_SIZE - KEEP) {
             *why = "the dead process's memory was not given back";
             return false;
         }

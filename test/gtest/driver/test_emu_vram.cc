@@ -317,7 +317,7 @@ TEST_F(emu_vram, a_full_allocation_table_is_said_so_with_vram_left)
         expect_log("the table of the machine's allocations on this GPU is "
                    "full (16384");
     }
-    EXPECT_EQ(2 * VRAM_SIZE - 16384 * PAGE, ops()->vram_free(gpu(0)));
+    EXPECT_EQ(2 * VRAM_SIZE - 16384 * PAGE, vram_free(0));
 
     ops()->mem_free(mems.back());
     mems.pop_back();

@@ -11,6 +11,7 @@
 #include "ipc_ucp_test.h"
 
 #include <common/log_capture.h>
+#include <common/scoped_env.h>
 
 #include <gpumem/gpumem.h>
 #include <ucp/api/ucp.h>
@@ -343,18 +344,19 @@ protected:
     /* Another driver's machine is its own: the case skips there */
     virtual void SetUp() {
         if (gpumem_test::driver_is_emu()) {
-            setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
-                   "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+            m_topo.set("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+                       "/hwloc-power8-minsky-4xP100-nvlink.xml");
         }
         ipc_ucp::SetUp();
     }
 
     virtual void TearDown() {
-        if (gpumem_test::driver_is_emu()) {
-            unsetenv("UCX_GPUMEM_TOPO_XML");
-        }
+        m_topo.restore();
         ipc_ucp::TearDown();
     }
+
+private:
+    gpumem_test::scoped_env m_topo;
 };
 
 TEST_P(ipc_ucp_unreachable, tag_between_gpus_that_do_not_reach_is_staged) {
@@ -592,8 +594,8 @@ protected:
     /* Another driver's machine is its own: the case skips there */
     virtual void SetUp() {
         if (gpumem_test::driver_is_emu()) {
-            setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
-                   "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
+            m_topo.set("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+                       "/hwloc-power8-minsky-4xP100-nvlink.xml");
         }
         setenv("UCX_PROTO_ENABLE", "y", 1);
         ipc_ucp_rma::SetUp();
@@ -601,11 +603,12 @@ protected:
 
     virtual void TearDown() {
         unsetenv("UCX_PROTO_ENABLE");
-        if (gpumem_test::driver_is_emu()) {
-            unsetenv("UCX_GPUMEM_TOPO_XML");
-        }
+        m_topo.restore();
         ipc_ucp_rma::TearDown();
     }
+
+private:
+    gpumem_test::scoped_env m_topo;
 };
 
 TEST_P(ipc_ucp_rma_unreachable, emulated_put_and_get_with_the_new_protocols) {

@@ -12,6 +12,7 @@
 #include "ipc_ucp_test.h"
 
 #include <common/log_capture.h>
+#include <common/scoped_env.h>
 #include <common/temp_dir.h>
 
 #include <cstdlib>
@@ -40,23 +41,23 @@ protected:
         }
 
         ASSERT_TRUE(m_sysfs.make("ipc_ucp_pascal_sysfs"));
-        setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
-               "/mpibind-pascal-2xBDW-2xP100-1xIB.xml", 1);
-        setenv("UCX_GPUMEM_SYSFS_ROOT", m_sysfs.path().c_str(), 1);
+        m_topo.set("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+                   "/mpibind-pascal-2xBDW-2xP100-1xIB.xml");
+        m_sysfs_root.set("UCX_GPUMEM_SYSFS_ROOT", m_sysfs.path());
     }
 
     virtual void TearDown() {
-        unsetenv("UCX_GPUMEM_TOPO_FACTS");
-        unsetenv("UCX_GPUMEM_SYSFS_ROOT");
-        unsetenv("UCX_GPUMEM_TOPO_XML");
+        m_facts.restore();
+        m_sysfs_root.restore();
+        m_topo.restore();
         ipc_ucp::TearDown();
     }
 
     /* The machine's facts: test/topologies/mpibind-pascal-@a name.facts */
-    static void use_facts(const std::string &name) {
-        setenv("UCX_GPUMEM_TOPO_FACTS", (std::string(GPUMEM_TEST_TOPO_DIR) +
-                                         "/mpibind-pascal-" + name +
-                                         ".facts").c_str(), 1);
+    void use_facts(const std::string &name) {
+        m_facts.set("UCX_GPUMEM_TOPO_FACTS",
+                    std::string(GPUMEM_TEST_TOPO_DIR) + "/mpibind-pascal-" +
+                    name + ".facts");
     }
 
     /* Messages of each size from GPU 1 (cuda1, 0000:07:00.0) to GPU 0
@@ -98,6 +99,9 @@ protected:
     }
 
     gpumem_test::temp_dir m_sysfs;
+    gpumem_test::scoped_env m_topo;
+    gpumem_test::scoped_env m_sysfs_root;
+    gpumem_test::scoped_env m_facts;
 };
 
 

@@ -11,6 +11,7 @@
 
 #include <common/channel.h>
 #include <common/log_capture.h>
+#include <common/scoped_env.h>
 
 extern "C" {
 #include <uct/gpumem/ipc/ipc_key.h>
@@ -148,10 +149,11 @@ protected:
      * process opens its own interface, on GPU 0 */
     pid_t fork_peer_on_gpu(channel &chan, int gpu, std::string *dev_addr,
                            std::string *iface_addr) {
+        gpumem_test::scoped_env topo("UCX_GPUMEM_TOPO_XML",
+                                     GPUMEM_TEST_TOPO_DIR "/hwloc-power8-"
+                                     "minsky-4xP100-nvlink.xml");
         pid_t pid;
 
-        setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
-               "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
         pid = fork_child([&]() {
             chan.child_side();
             setenv("UCX_GPUMEM_ALLOC_GPU", std::to_string(gpu).c_str(), 1);
@@ -164,7 +166,6 @@ protected:
         *dev_addr   = chan.recv();
         *iface_addr = chan.recv();
         open_uct();
-        unsetenv("UCX_GPUMEM_TOPO_XML");
         return pid;
     }
 
@@ -328,12 +329,12 @@ TEST_F(ipc_uct, estimates_come_from_the_topology_path) {
 /* On a machine whose GPUs pair by NVLink, the fabric's */
 TEST_F(ipc_uct, estimates_of_a_gpu_with_nvlink_are_the_fabrics) {
     GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
+    gpumem_test::scoped_env topo("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+                                 "/hwloc-power8-minsky-4xP100-nvlink.xml");
     uct_iface_attr_t attr;
 
-    setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
-           "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
     open_uct();
-    unsetenv("UCX_GPUMEM_TOPO_XML");
+    topo.restore();
     ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
     EXPECT_DOUBLE_EQ(40000.0 * UCS_MBYTE, attr.bandwidth.shared);
     EXPECT_NEAR(1.5e-6, attr.latency.c, 1e-12);
@@ -345,7 +346,9 @@ TEST_F(ipc_uct, estimates_of_a_gpu_with_nvlink_are_the_fabrics) {
  * root complex (here of a host bridge Linux lists, Skylake-SP's 8086:2020,
  * so that they still reach) */
 TEST_F(ipc_uct, estimate_under_a_switch_follows_the_path_the_requests_take) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
     const std::string pascal = GPUMEM_TEST_TOPO_DIR "/mpibind-pascal-";
+    gpumem_test::scoped_env topo, sysfs_root, facts_file;
     gpumem_test::temp_dir dir;
     double through_switch;
     uct_iface_attr_t attr;
@@ -363,21 +366,20 @@ TEST_F(ipc_uct, estimate_under_a_switch_follows_the_path_the_requests_take) {
                     "hostbridge 0000:00:00.0 0x80862020" : line) << "\n";
         }
     }
-    setenv("UCX_GPUMEM_TOPO_XML", (pascal +
-                                   "2xBDW-2xP100-1xIB.xml").c_str(), 1);
-    setenv("UCX_GPUMEM_SYSFS_ROOT", (dir.path() + "/sysfs").c_str(), 1);
+    topo.set("UCX_GPUMEM_TOPO_XML", pascal + "2xBDW-2xP100-1xIB.xml");
+    sysfs_root.set("UCX_GPUMEM_SYSFS_ROOT", dir.path() + "/sysfs");
 
-    setenv("UCX_GPUMEM_TOPO_FACTS", (pascal + "p2p.facts").c_str(), 1);
+    facts_file.set("UCX_GPUMEM_TOPO_FACTS", pascal + "p2p.facts");
     open_uct();
     ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
     through_switch = attr.bandwidth.shared;
     close_uct();
 
-    setenv("UCX_GPUMEM_TOPO_FACTS", (dir.path() + "/facts").c_str(), 1);
+    facts_file.set("UCX_GPUMEM_TOPO_FACTS", dir.path() + "/facts");
     open_uct();
-    unsetenv("UCX_GPUMEM_TOPO_FACTS");
-    unsetenv("UCX_GPUMEM_SYSFS_ROOT");
-    unsetenv("UCX_GPUMEM_TOPO_XML");
+    facts_file.restore();
+    sysfs_root.restore();
+    topo.restore();
     ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
     EXPECT_DOUBLE_EQ(12000.0 * UCS_MBYTE, through_switch);
     EXPECT_DOUBLE_EQ(10000.0 * UCS_MBYTE, attr.bandwidth.shared);
@@ -603,11 +605,11 @@ TEST_F(ipc_uct, key_of_a_gpu_that_is_not_reached_is_unreachable_logged_once) {
     remote_buffer buffer;
     uct_rkey_bundle_t rkey;
     log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
+    gpumem_test::scoped_env topo("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+                                 "/hwloc-power8-minsky-4xP100-nvlink.xml");
 
-    setenv("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
-           "/hwloc-power8-minsky-4xP100-nvlink.xml", 1);
     open_uct();
-    unsetenv("UCX_GPUMEM_TOPO_XML");
+    topo.restore();
     buffer = register_buffer(4096, 2);
     ASSERT_TRUE(buffer.memh != NULL);
 

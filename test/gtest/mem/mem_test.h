@@ -167,6 +167,14 @@ protected:
         return m_driver->ops->gpu(m_driver, i);
     }
 
+    /* The VRAM free on GPU @a i; a failure fails the test */
+    size_t vram_free(unsigned i) {
+        size_t free_bytes = 0;
+
+        EXPECT_EQ(UCS_OK, m_driver->ops->vram_free(dgpu(i), &free_bytes));
+        return free_bytes;
+    }
+
     /* Moves bytes with GPU @a i's copy engine, polling to the end */
     ucs_status_t copy(unsigned i, uint64_t dst, bool dst_dev, uint64_t src,
                       bool src_dev, size_t size) {

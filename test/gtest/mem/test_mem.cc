@@ -137,7 +137,7 @@ TEST_P(mem_core_no_room, is_no_memory_takes_nothing_and_room_comes_back) {
     void *pages              = (void*)(((uintptr_t)buffer.data() + 4095) &
                                        ~(uintptr_t)4095);
     gpumem_region_t *of_gpu0 = alloc(0, GPUMEM_KIND_HOST, 4096);
-    size_t vram_free         = m_driver->ops->vram_free(dgpu(1));
+    size_t free_before       = vram_free(1);
     gpumem_gpu_stats_t before = stats(1);
     gpumem_region_t *region   = NULL;
 
@@ -146,7 +146,7 @@ TEST_P(mem_core_no_room, is_no_memory_takes_nothing_and_room_comes_back) {
     EXPECT_EQ(before.regions, stats(1).regions);
     EXPECT_EQ(before.mappings, stats(1).mappings);
     EXPECT_EQ(before.memories, stats(1).memories);
-    EXPECT_EQ(vram_free, m_driver->ops->vram_free(dgpu(1)));
+    EXPECT_EQ(free_before, vram_free(1));
 
     /* The same call, with room */
     ASSERT_EQ(UCS_OK, call(1, pages, of_gpu0, &region));
@@ -178,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
-    size_t free_before      = m_driver->ops->vram_free(dgpu(0));
+    size_t free_before      = vram_free(0);
     gpumem_region_t *region = NULL;
     ucs_status_t status;
 
@@ -191,7 +191,7 @@ TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
     log.expect("the kernel refuses 4096 bytes of VRAM");
     EXPECT_EQ(0u, stats(0).memories);
     EXPECT_EQ(0u, stats(0).mappings);
-    EXPECT_EQ(free_before, m_driver->ops->vram_free(dgpu(0)));
+    EXPECT_EQ(free_before, vram_free(0));
 }
 
 TEST_F(mem_core, bar_memory_window_and_copy_engine_see_the_same_bytes) {
@@ -987,7 +987,7 @@ TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
     const gpumem_topo_dev_t *nic = last_nic();
     gpumem_bus_range_t *first, *again;
     unsigned count;
-    size_t vram_free;
+    size_t free_before;
 
     ASSERT_TRUE(nic != NULL);
 
@@ -1003,11 +1003,11 @@ TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
     EXPECT_TRUE(gpumem_gpu_is_reserved(gpu(0)));
 
     /* The free and the GPU's destroy give back nothing of it */
-    vram_free = m_driver->ops->vram_free(dgpu(0));
+    free_before = vram_free(0);
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
     gpumem_gpu_destroy(gpu(0));
     m_gpus[0] = NULL;
-    EXPECT_EQ(vram_free, m_driver->ops->vram_free(dgpu(0)))
+    EXPECT_EQ(free_before, vram_free(0))
             << "the VRAM a bus client may write went back";
 }
 

@@ -146,8 +146,8 @@ typedef struct gpumem_driver_ops {
     size_t       (*vram_size)(gpumem_driver_gpu_t *gpu);
     size_t       (*bar_size)(gpumem_driver_gpu_t *gpu);
     /* VRAM no allocation of any process holds now; NULL where the driver
-     * cannot tell */
-    size_t       (*vram_free)(gpumem_driver_gpu_t *gpu);
+     * cannot tell, an error where it could not this time */
+    ucs_status_t (*vram_free)(gpumem_driver_gpu_t *gpu, size_t *free_p);
 
     void         (*close)(gpumem_driver_t *driver);
 

@@ -375,8 +375,7 @@ ucs_status_t gpumem_gpu_vram_free(gpumem_gpu_t *gpu, size_t *free_p)
         return UCS_ERR_UNSUPPORTED;
     }
 
-    *free_p = gpu->driver->ops->vram_free(gpu->dgpu);
-    return UCS_OK;
+    return gpu->driver->ops->vram_free(gpu->dgpu, free_p);
 }
 
 const char *gpumem_gpu_vram_free_str(gpumem_gpu_t *gpu, char *buf,

@@ -64,6 +64,7 @@ BEGIN_C_DECLS
     _fn(cuMemUnmap,                    "cuMemUnmap",                    1) \
     _fn(cuMemSetAccess,                "cuMemSetAccess",                1) \
     _fn(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", 1) \
+    _fn(cuMemGetInfo,                  "cuMemGetInfo_v2",               1) \
     _fn(cuMemExportToShareableHandle,  "cuMemExportToShareableHandle",  1) \
     _fn(cuMemImportFromShareableHandle,"cuMemImportFromShareableHandle",1) \
     _fn(cuMemHostAlloc,                "cuMemHostAlloc",                1) \

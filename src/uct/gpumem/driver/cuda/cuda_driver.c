@@ -89,6 +89,25 @@ static size_t gpumem_cuda_vram_size(gpumem_driver_gpu_t *gpu)
     return gpumem_cuda_gpu(gpu)->vram_size;
 }
 
+/* What the driver says is free on the device now, for every process */
+static ucs_status_t gpumem_cuda_vram_free(gpumem_driver_gpu_t *handle,
+                                          size_t *free_p)
+{
+    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
+    ucs_status_t status;
+    size_t total;
+
+    status = gpumem_cuda_ctx_push(gpu, "free memory");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    GPUMEM_CUDA_CALL(&status, cuMemGetInfo, (free_p, &total),
+                     "free memory of device %d", gpu->ordinal);
+    gpumem_cuda_ctx_pop(gpu);
+    return status;
+}
+
 static size_t gpumem_cuda_bar_size(gpumem_driver_gpu_t *gpu)
 {
     return gpumem_cuda_gpu(gpu)->bar_size;
@@ -166,6 +185,7 @@ static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .gpu            = gpumem_cuda_gpu_at,
     .reach          = gpumem_cuda_reach,
     .vram_size      = gpumem_cuda_vram_size,
+    .vram_free      = gpumem_cuda_vram_free,
     .bar_size       = gpumem_cuda_bar_size,
     .close          = gpumem_cuda_close,
     .mem_alloc      = gpumem_cuda_mem_alloc,

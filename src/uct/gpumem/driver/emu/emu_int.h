@@ -294,7 +294,7 @@ ucs_status_t gpumem_emu_mem_alloc(gpumem_driver_gpu_t *gpu, size_t size,
                                   size_t page_size, int in_bar,
                                   gpumem_driver_mem_t **mem_p);
 void gpumem_emu_mem_free(gpumem_driver_mem_t *mem);
-size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *gpu);
+ucs_status_t gpumem_emu_vram_free(gpumem_driver_gpu_t *gpu, size_t *free_p);
 /* Whether the state is consistent; what is not, in @a why (state lock
  * held) */
 int gpumem_emu_vram_check(gpumem_emu_gpu_t *gpu, char *why, size_t max);

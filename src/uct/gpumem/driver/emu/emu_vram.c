@@ -380,7 +380,7 @@ void gpumem_emu_vram_cleanup(gpumem_emu_gpu_t *gpu)
     gpu->holds = NULL;
 }
 
-size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *handle)
+ucs_status_t gpumem_emu_vram_free(gpumem_driver_gpu_t *handle, size_t *free_p)
 {
     gpumem_emu_gpu_t *gpu = gpumem_emu_gpu(handle);
     size_t used           = 0;
@@ -391,7 +391,8 @@ size_t gpumem_emu_vram_free(gpumem_driver_gpu_t *handle)
         used += gpu->state->extents[gpu->state->order[pos]].size;
     }
     gpumem_emu_state_unlock(gpu);
-    return gpu->vram_size - ucs_min(used, gpu->vram_size);
+    *free_p = gpu->vram_size - ucs_min(used, gpu->vram_size);
+    return UCS_OK;
 }
 
 static ucs_status_t gpumem_emu_mem_check(gpumem_emu_gpu_t *gpu, size_t size,

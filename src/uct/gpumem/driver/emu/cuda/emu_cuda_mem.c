@@ -144,7 +144,9 @@ CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)
     ops    = gpumem_emu_cuda.emu->ops;
     gpu    = gpumem_emu_cuda_gpu(ctx->device);
     *total = ops->vram_size(gpu);
-    *free  = (ops->vram_free != NULL) ? ops->vram_free(gpu) : *total;
+    if ((ops->vram_free == NULL) || (ops->vram_free(gpu, free) != UCS_OK)) {
+        *free = *total;
+    }
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
 
