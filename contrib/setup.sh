@@ -130,6 +130,50 @@ fetch_ucx_source() {
     log "UCX $upstream source unpacked into $dest"
 }
 
+# NVIDIA's nvml.h, from Debian's libnvidia-ml-dev (component non-free),
+# into $GPUMEM_CACHE_DIR/nvml/include: the header alone, for the emulated
+# libnvidia-ml.so.1 and UCX's cuda transports built against it. The
+# package is downloaded through a private apt state, so that neither the
+# machine's sources nor its installed packages change (the package itself
+# would pull NVIDIA's driver library). Without it, the emulated NVML is
+# left out.
+NVML_DIR=$GPUMEM_CACHE_DIR/nvml
+
+fetch_nvml_header() {
+    local entry uri suite sig tmp deb
+    [ ! -f "$NVML_DIR/include/nvml.h" ] || return 0
+    entry=$(debian_deb_entry | head -n 1)
+    [ -n "$entry" ] || { log "nvml.h: no Debian 'deb' entry"; return 0; }
+    read -r uri suite sig <<<"$entry"
+    tmp=$(mktemp -d)
+    chmod 755 "$tmp"  # apt fetches as _apt
+    trap 'rm -rf "$tmp"' RETURN
+    mkdir -p "$tmp/lists/partial"
+    {
+        echo "Types: deb"
+        echo "URIs: $uri"
+        echo "Suites: $suite"
+        echo "Components: non-free"
+        [ "$sig" = "-" ] || echo "Signed-By: $sig"
+    } >"$tmp/non-free.sources"
+    local apt_opts=(-o "Dir::Etc::SourceList=$tmp/non-free.sources"
+                    -o Dir::Etc::SourceParts=/dev/null
+                    -o "Dir::State::Lists=$tmp/lists")
+    if ! apt-get "${apt_opts[@]}" update -q >"$tmp/apt.log" 2>&1 ||
+       ! (cd "$tmp" && apt-get "${apt_opts[@]}" download -q \
+              libnvidia-ml-dev >>"$tmp/apt.log" 2>&1); then
+        log "nvml.h: cannot download libnvidia-ml-dev from $uri $suite" \
+            "non-free; the emulated NVML is left out"
+        return 0
+    fi
+    deb=$(ls "$tmp"/libnvidia-ml-dev_*.deb | head -n 1)
+    dpkg-deb -x "$deb" "$tmp/x"
+    mkdir -p "$NVML_DIR/include"
+    cp "$tmp/x/usr/include/nvml.h" "$NVML_DIR/include/nvml.h"
+    basename "$deb" >"$NVML_DIR/SOURCE"
+    log "nvml.h of $(basename "$deb") in $NVML_DIR/include"
+}
+
 ucx_source_present() {
     local version upstream
     version=$(dpkg-query -W -f='${Version}' libucx-dev 2>/dev/null) || return 1
@@ -138,7 +182,8 @@ ucx_source_present() {
     [ -f "$GPUMEM_CACHE_DIR/ucx-$upstream/src/uct/base/uct_md.h" ]
 }
 
-if [ -z "$(missing_packages)" ] && ucx_source_present; then
+if [ -z "$(missing_packages)" ] && ucx_source_present &&
+   [ -f "$NVML_DIR/include/nvml.h" ]; then
     log "ready (nothing to do)"
     exit 0
 fi
@@ -148,4 +193,5 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 install_packages
 fetch_ucx_source
+fetch_nvml_header
 log "ready"

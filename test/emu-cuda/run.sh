@@ -13,14 +13,15 @@ work=$(mktemp -d /tmp/gpumem-emu-cuda.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failed=0
 
-mkdir "$work/shm" "$work/machine"
+mkdir "$work/shm" "$work/shm-nvlink" "$work/machine"
 if ! "$build/test/emu-cuda/emu_cuda_machine" "$work/machine.xml" \
          "$work/machine.facts" "$work/machine"; then
     echo "FAIL: cannot write the emulated machine"
     exit 1
 fi
 
-export LD_LIBRARY_PATH=$build/src/uct/gpumem/driver/emu/cuda/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+emu=$build/src/uct/gpumem/driver/emu
+export LD_LIBRARY_PATH=$emu/cuda/.libs:$emu/cudart/.libs:$emu/nvml/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export GPUMEM_TEST_DRIVER=cuda UCX_GPUMEM_DRIVER=cuda
 export UCX_GPUMEM_TOPO_XML=$work/machine.xml
 export UCX_GPUMEM_TOPO_FACTS=$work/machine.facts
@@ -34,6 +35,23 @@ if timeout -k 5 600 "$build/test/gtest/gtest" --gtest_filter="$suites"; then
 else
     echo "FAIL: gtest on the emulated CUDA"
     failed=1
+fi
+
+# The emulated runtime under a program built against the toolkit's, and
+# the emulated NVML against the emulated CUDA: on the run's machine, and
+# on one whose GPUs pair by NVLink
+if [ -x "$build/test/emu-cuda/emu_cudart_test" ]; then
+    "$build/test/emu-cuda/emu_cudart_test" || failed=1
+else
+    echo "SKIP: the emulated CUDA runtime (no cuda_runtime_api.h at configure time)"
+fi
+if [ -x "$build/test/emu-cuda/emu_nvml_test" ]; then
+    "$build/test/emu-cuda/emu_nvml_test" 0 || failed=1
+    UCX_GPUMEM_TOPO_XML=$(dirname "$0")/../topologies/hwloc-power8-minsky-4xP100-nvlink.xml \
+    UCX_GPUMEM_TOPO_FACTS= UCX_GPUMEM_EMU_SHM_DIR=$work/shm-nvlink \
+        "$build/test/emu-cuda/emu_nvml_test" 1 || failed=1
+else
+    echo "SKIP: the emulated NVML (no nvml.h at configure time: contrib/setup.sh fetches it)"
 fi
 
 # ucx_perftest's RMA between two processes, on the same GPUs

@@ -1,0 +1,33 @@
+/**
+ * gpumem emulated CUDA runtime: libcudart over the CUDA driver API.
+ *
+ * NVIDIA's runtime reaches the driver through tables of its own that no
+ * emulation can give, so a program built against the toolkit's runtime
+ * (UCX's cuda transports and their tests) takes this library instead, by
+ * the same soname, beside the emulated libcuda.so.1. Each runtime call is
+ * made of the driver API's public calls, as the runtime's documentation
+ * describes it: the current device of each thread, its primary context
+ * made current on first use, the same streams and events, the driver's
+ * errors under the runtime's codes.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_EMU_CUDART_H_
+#define GPUMEM_EMU_CUDART_H_
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+/* The runtime's code for a driver result, kept as the thread's last error
+ * where it is one */
+cudaError_t gpumem_emu_cudart_error(CUresult res);
+
+/* The current device's primary context made current where the thread has
+ * no context: what every call that works on a device does first */
+cudaError_t gpumem_emu_cudart_enter(void);
+
+/* Logs once that @a name is not emulated; cudaErrorNotSupported */
+cudaError_t gpumem_emu_cudart_not_supported(const char *name, int *logged);
+
+#endif

@@ -1,0 +1,287 @@
+/**
+ * gpumem emulated CUDA runtime: devices, the current device of a thread,
+ * versions and errors.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "emu_cudart.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+
+/* The thread's device and last error, as the runtime keeps them */
+static __thread int gpumem_emu_cudart_device;
+static __thread cudaError_t gpumem_emu_cudart_last = cudaSuccess;
+
+static pthread_once_t gpumem_emu_cudart_once = PTHREAD_ONCE_INIT;
+static CUresult gpumem_emu_cudart_init_result;
+
+
+static void gpumem_emu_cudart_init(void)
+{
+    gpumem_emu_cudart_init_result = cuInit(0);
+}
+
+cudaError_t gpumem_emu_cudart_error(CUresult res)
+{
+    cudaError_t err;
+
+    switch (res) {
+    case CUDA_SUCCESS:
+        return cudaSuccess;
+    case CUDA_ERROR_NOT_INITIALIZED:
+        err = cudaErrorInitializationError;
+        break;
+    case CUDA_ERROR_INVALID_CONTEXT:
+        err = cudaErrorDeviceUninitialized;
+        break;
+    case CUDA_ERROR_INVALID_HANDLE:
+        err = cudaErrorInvalidResourceHandle;
+        break;
+    default:
+        /* The runtime's codes are the driver's for the rest it returns:
+         * invalid value, out of memory, no device, invalid device, not
+         * ready, illegal address, not supported, peer access, ... */
+        err = (cudaError_t)res;
+        break;
+    }
+    gpumem_emu_cudart_last = err;
+    return err;
+}
+
+cudaError_t gpumem_emu_cudart_not_supported(const char *name, int *logged)
+{
+    if (!__atomic_exchange_n(logged, 1, __ATOMIC_RELAXED)) {
+        fprintf(stderr, "gpumem emulated CUDA runtime: %s is not emulated: "
+                "it returns cudaErrorNotSupported\n", name);
+    }
+    gpumem_emu_cudart_last = cudaErrorNotSupported;
+    return cudaErrorNotSupported;
+}
+
+/* The primary context of @a device, retained once for the process (the
+ * runtime keeps it until exit) */
+static CUresult gpumem_emu_cudart_primary(int device, CUcontext *ctx_p)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static CUcontext *primary;
+    static int num_devices;
+    CUresult res = CUDA_SUCCESS;
+    CUdevice dev;
+
+    pthread_mutex_lock(&lock);
+    if (primary == NULL) {
+        res = cuDeviceGetCount(&num_devices);
+        if ((res == CUDA_SUCCESS) && (num_devices > 0)) {
+            primary = calloc(num_devices, sizeof(*primary));
+            res     = (primary == NULL) ? CUDA_ERROR_OUT_OF_MEMORY :
+                                          CUDA_SUCCESS;
+        }
+    }
+    if (res == CUDA_SUCCESS) {
+        if ((device < 0) || (device >= num_devices)) {
+            res = CUDA_ERROR_INVALID_DEVICE;
+        } else if (primary[device] == NULL) {
+            res = cuDeviceGet(&dev, device);
+            if (res == CUDA_SUCCESS) {
+                res = cuDevicePrimaryCtxRetain(&primary[device], dev);
+            }
+        }
+    }
+    if (res == CUDA_SUCCESS) {
+        *ctx_p = primary[device];
+    }
+    pthread_mutex_unlock(&lock);
+    return res;
+}
+
+cudaError_t gpumem_emu_cudart_enter(void)
+{
+    CUcontext ctx;
+    CUresult res;
+
+    pthread_once(&gpumem_emu_cudart_once, gpumem_emu_cudart_init);
+    if (gpumem_emu_cudart_init_result != CUDA_SUCCESS) {
+        return gpumem_emu_cudart_error(gpumem_emu_cudart_init_result);
+    }
+
+    /* A context the thread made current through the driver API is the
+     * one the runtime works in */
+    res = cuCtxGetCurrent(&ctx);
+    if ((res == CUDA_SUCCESS) && (ctx != NULL)) {
+        return cudaSuccess;
+    }
+
+    res = gpumem_emu_cudart_primary(gpumem_emu_cudart_device, &ctx);
+    if (res == CUDA_SUCCESS) {
+        res = cuCtxSetCurrent(ctx);
+    }
+    return gpumem_emu_cudart_error(res);
+}
+
+cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
+{
+    CUresult res;
+
+    if (count == NULL) {
+        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
+    }
+    pthread_once(&gpumem_emu_cudart_once, gpumem_emu_cudart_init);
+    res = gpumem_emu_cudart_init_result;
+    if (res == CUDA_SUCCESS) {
+        res = cuDeviceGetCount(count);
+    }
+    if ((res == CUDA_SUCCESS) && (*count == 0)) {
+        res = CUDA_ERROR_NO_DEVICE;
+    }
+    if (res != CUDA_SUCCESS) {
+        *count = 0;
+    }
+    return gpumem_emu_cudart_error(res);
+}
+
+cudaError_t CUDARTAPI cudaSetDevice(int device)
+{
+    CUcontext ctx;
+    CUresult res;
+
+    pthread_once(&gpumem_emu_cudart_once, gpumem_emu_cudart_init);
+    res = gpumem_emu_cudart_init_result;
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cudart_primary(device, &ctx);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = cuCtxSetCurrent(ctx);
+    }
+    if (res == CUDA_SUCCESS) {
+        gpumem_emu_cudart_device = device;
+    }
+    return gpumem_emu_cudart_error(res);
+}
+
+cudaError_t CUDARTAPI cudaGetDevice(int *device)
+{
+    CUcontext ctx;
+    CUdevice dev;
+
+    if (device == NULL) {
+        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
+    }
+    if ((cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) && (ctx != NULL) &&
+        (cuCtxGetDevice(&dev) == CUDA_SUCCESS)) {
+        *device = dev;
+    } else {
+        *device = gpumem_emu_cudart_device;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
+{
+    cudaError_t err = gpumem_emu_cudart_enter();
+
+    return (err != cudaSuccess) ? err :
+           gpumem_emu_cudart_error(cuCtxSynchronize());
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value,
+                                             enum cudaDeviceAttr attr,
+                                             int device)
+{
+    CUdevice dev;
+    CUresult res;
+
+    pthread_once(&gpumem_emu_cudart_once, gpumem_emu_cudart_init);
+    res = gpumem_emu_cudart_init_result;
+    if (res == CUDA_SUCCESS) {
+        res = cuDeviceGet(&dev, device);
+    }
+    if (res == CUDA_SUCCESS) {
+        /* The runtime's attributes are numbered as the driver's */
+        res = cuDeviceGetAttribute(value, (CUdevice_attribute)attr, dev);
+    }
+    return gpumem_emu_cudart_error(res);
+}
+
+cudaError_t CUDARTAPI cudaDriverGetVersion(int *version)
+{
+    if (version == NULL) {
+        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
+    }
+    return gpumem_emu_cudart_error(cuDriverGetVersion(version));
+}
+
+cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *version)
+{
+    if (version == NULL) {
+        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
+    }
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaGetLastError(void)
+{
+    cudaError_t err = gpumem_emu_cudart_last;
+
+    gpumem_emu_cudart_last = cudaSuccess;
+    return err;
+}
+
+cudaError_t CUDARTAPI cudaPeekAtLastError(void)
+{
+    return gpumem_emu_cudart_last;
+}
+
+/* The names and descriptions of the codes the library returns */
+#define GPUMEM_EMU_CUDART_ERRORS(_e) \
+    _e(cudaSuccess, "no error") \
+    _e(cudaErrorInvalidValue, "invalid argument") \
+    _e(cudaErrorMemoryAllocation, "out of memory") \
+    _e(cudaErrorInitializationError, "initialization error") \
+    _e(cudaErrorNoDevice, "no CUDA-capable device is detected") \
+    _e(cudaErrorInvalidDevice, "invalid device ordinal") \
+    _e(cudaErrorDeviceUninitialized, "invalid device context") \
+    _e(cudaErrorInvalidResourceHandle, "invalid resource handle") \
+    _e(cudaErrorNotReady, "device not ready") \
+    _e(cudaErrorIllegalAddress, \
+       "an illegal memory access was encountered") \
+    _e(cudaErrorHostMemoryAlreadyRegistered, \
+       "part or all of the requested memory range is already mapped") \
+    _e(cudaErrorHostMemoryNotRegistered, \
+       "pointer does not correspond to a registered memory region") \
+    _e(cudaErrorPeerAccessUnsupported, \
+       "peer access is not supported between these two devices") \
+    _e(cudaErrorMapBufferObjectFailed, "mapping of buffer object failed") \
+    _e(cudaErrorNotSupported, "operation not supported") \
+    _e(cudaErrorUnknown, "unknown error")
+
+#define GPUMEM_EMU_CUDART_ERROR_NAME(_code, _text) \
+    case _code: return #_code;
+#define GPUMEM_EMU_CUDART_ERROR_TEXT(_code, _text) \
+    case _code: return _text;
+
+const char *CUDARTAPI cudaGetErrorName(cudaError_t error)
+{
+    switch (error) {
+    GPUMEM_EMU_CUDART_ERRORS(GPUMEM_EMU_CUDART_ERROR_NAME)
+    default:
+        return "cudaErrorUnknown";
+    }
+}
+
+const char *CUDARTAPI cudaGetErrorString(cudaError_t error)
+{
+    switch (error) {
+    GPUMEM_EMU_CUDART_ERRORS(GPUMEM_EMU_CUDART_ERROR_TEXT)
+    default:
+        return "unrecognized error code";
+    }
+}

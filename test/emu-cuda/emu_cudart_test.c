@@ -1,0 +1,177 @@
+/**
+ * gpumem emulated CUDA runtime: a program built against the toolkit's
+ * libcudart, as UCX's cuda transports are, run on the emulated libcudart
+ * (LD_LIBRARY_PATH): its calls bind by soname and symbol version, and
+ * each does what the runtime's documentation says. Exits non-zero on the
+ * first wrong answer, naming it.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include <cuda_runtime_api.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define EXPECT(_cond, ...) \
+    do { \
+        if (!(_cond)) { \
+            fprintf(stderr, "emu_cudart_test: %s:%d: %s: ", __FILE__, \
+                    __LINE__, #_cond); \
+            fprintf(stderr, __VA_ARGS__); \
+            fprintf(stderr, "\n"); \
+            ++failures; \
+        } \
+    } while (0)
+
+#define EXPECT_CUDA(_expected, _call) \
+    do { \
+        cudaError_t _err = (_call); \
+        EXPECT(_err == (_expected), "%s gave %s (%s), wanted %s", #_call, \
+               cudaGetErrorName(_err), cudaGetErrorString(_err), \
+               cudaGetErrorName(_expected)); \
+    } while (0)
+
+#define SIZE (3 * 1024 * 1024 + 5)
+
+static void fill(unsigned char *bytes, size_t size, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < size; ++i) {
+        bytes[i] = (unsigned char)(seed + i * 7 + (i >> 11));
+    }
+}
+
+/* Copies both ways, synchronous and in a stream with an event, and
+ * cudaMemset, every byte checked */
+static void test_copies(int device)
+{
+    unsigned char *host = malloc(SIZE), *back = malloc(SIZE);
+    struct cudaPointerAttributes attr;
+    cudaStream_t stream;
+    cudaEvent_t event;
+    void *dev = NULL;
+    size_t i;
+
+    EXPECT_CUDA(cudaSuccess, cudaSetDevice(device));
+    EXPECT_CUDA(cudaSuccess, cudaMalloc(&dev, SIZE));
+    EXPECT(dev != NULL, "no address");
+
+    EXPECT_CUDA(cudaSuccess, cudaPointerGetAttributes(&attr, dev));
+    EXPECT(attr.type == cudaMemoryTypeDevice, "type %d", attr.type);
+    EXPECT(attr.device == device, "device %d, wanted %d", attr.device,
+           device);
+    EXPECT(attr.devicePointer == dev, "device pointer %p", attr.devicePointer);
+
+    fill(host, SIZE, (unsigned)device);
+    EXPECT_CUDA(cudaSuccess, cudaMemcpy(dev, host, SIZE,
+                                        cudaMemcpyHostToDevice));
+    memset(back, 0, SIZE);
+    EXPECT_CUDA(cudaSuccess, cudaMemcpy(back, dev, SIZE,
+                                        cudaMemcpyDeviceToHost));
+    EXPECT(memcmp(host, back, SIZE) == 0, "synchronous copies differ");
+
+    EXPECT_CUDA(cudaSuccess, cudaStreamCreateWithFlags(&stream,
+                                                      cudaStreamNonBlocking));
+    EXPECT_CUDA(cudaSuccess, cudaEventCreateWithFlags(&event,
+                                                     cudaEventDisableTiming));
+    fill(host, SIZE, 99);
+    EXPECT_CUDA(cudaSuccess, cudaMemcpyAsync(dev, host, SIZE,
+                                             cudaMemcpyDefault, stream));
+    EXPECT_CUDA(cudaSuccess, cudaMemcpyAsync(back, dev, SIZE,
+                                             cudaMemcpyDefault, stream));
+    EXPECT_CUDA(cudaSuccess, cudaEventRecord(event, stream));
+    while (cudaEventQuery(event) == cudaErrorNotReady) {
+    }
+    EXPECT_CUDA(cudaSuccess, cudaEventQuery(event));
+    EXPECT(memcmp(host, back, SIZE) == 0, "copies in a stream differ");
+
+    EXPECT_CUDA(cudaSuccess, cudaMemset(dev, 0xa5, SIZE));
+    EXPECT_CUDA(cudaSuccess, cudaMemcpy(back, dev, SIZE, cudaMemcpyDefault));
+    for (i = 0; (i < SIZE) && (back[i] == 0xa5); ++i) {
+    }
+    EXPECT(i == SIZE, "cudaMemset: byte %zu is 0x%x", i, back[i]);
+
+    EXPECT_CUDA(cudaSuccess, cudaEventDestroy(event));
+    EXPECT_CUDA(cudaSuccess, cudaStreamSynchronize(stream));
+    EXPECT_CUDA(cudaSuccess, cudaStreamDestroy(stream));
+    EXPECT_CUDA(cudaSuccess, cudaFree(dev));
+    free(back);
+    free(host);
+}
+
+/* Host memory: allocated pinned, registered, and plain */
+static void test_host(void)
+{
+    struct cudaPointerAttributes attr;
+    size_t size = 1 << 20;
+    void *pinned = NULL, *plain = malloc(size);
+
+    EXPECT_CUDA(cudaSuccess, cudaMallocHost(&pinned, size));
+    EXPECT_CUDA(cudaSuccess, cudaPointerGetAttributes(&attr, pinned));
+    EXPECT(attr.type == cudaMemoryTypeHost, "pinned: type %d", attr.type);
+    EXPECT_CUDA(cudaSuccess, cudaFreeHost(pinned));
+
+    EXPECT_CUDA(cudaSuccess, cudaPointerGetAttributes(&attr, plain));
+    EXPECT(attr.type == cudaMemoryTypeUnregistered, "plain: type %d",
+           attr.type);
+    EXPECT_CUDA(cudaSuccess, cudaHostRegister(plain, size,
+                                              cudaHostRegisterPortable));
+    EXPECT_CUDA(cudaErrorHostMemoryAlreadyRegistered,
+                cudaHostRegister(plain, size, cudaHostRegisterPortable));
+    EXPECT_CUDA(cudaSuccess, cudaPointerGetAttributes(&attr, plain));
+    EXPECT(attr.type == cudaMemoryTypeHost, "registered: type %d",
+           attr.type);
+    EXPECT_CUDA(cudaSuccess, cudaHostUnregister(plain));
+    free(plain);
+}
+
+int main(void)
+{
+    int count = 0, device = -1, version = 0;
+    void *ptr = NULL;
+
+    EXPECT_CUDA(cudaSuccess, cudaGetDeviceCount(&count));
+    EXPECT(count >= 2, "%d devices, the emulated machine has more", count);
+    EXPECT_CUDA(cudaSuccess, cudaRuntimeGetVersion(&version));
+    EXPECT(version == CUDART_VERSION, "runtime version %d", version);
+    EXPECT_CUDA(cudaSuccess, cudaDriverGetVersion(&version));
+    EXPECT(version >= CUDART_VERSION, "driver version %d", version);
+
+    /* The device of a thread, and what an invalid one gives */
+    EXPECT_CUDA(cudaSuccess, cudaGetDevice(&device));
+    EXPECT(device == 0, "first device %d", device);
+    EXPECT_CUDA(cudaErrorInvalidDevice, cudaSetDevice(count));
+    EXPECT_CUDA(cudaErrorInvalidDevice, cudaGetLastError());
+    EXPECT_CUDA(cudaSuccess, cudaGetLastError());
+    EXPECT_CUDA(cudaSuccess, cudaSetDevice(1));
+    EXPECT_CUDA(cudaSuccess, cudaGetDevice(&device));
+    EXPECT(device == 1, "device %d after cudaSetDevice(1)", device);
+
+    test_copies(0);
+    test_copies(1);
+    test_host();
+
+    /* Errors: what the runtime says of wrong arguments and of what the
+     * emulation does not have */
+    EXPECT_CUDA(cudaErrorInvalidValue, cudaMalloc(NULL, 4096));
+    EXPECT_CUDA(cudaSuccess, cudaFree(NULL));
+    EXPECT(cudaFree((void*)(uintptr_t)0x1000) != cudaSuccess,
+           "freeing an address never allocated succeeded");
+    EXPECT_CUDA(cudaErrorNotSupported, cudaMallocManaged(&ptr, 4096,
+                                                         cudaMemAttachGlobal));
+    EXPECT_CUDA(cudaErrorMemoryAllocation, cudaMalloc(&ptr, SIZE_MAX / 2));
+
+    if (failures != 0) {
+        fprintf(stderr, "emu_cudart_test: %d wrong answers\n", failures);
+        return 1;
+    }
+    printf("emu_cudart_test: the toolkit's runtime calls, on the emulated "
+           "libcudart.so.%d: every answer right\n", CUDART_VERSION / 1000);
+    return 0;
+}
