@@ -21,6 +21,7 @@
     _fn(cuDeviceGetCount, "cuDeviceGetCount") \
     _fn(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId") \
     _fn(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer") \
+    _fn(cuDeviceGetUuid, "cuDeviceGetUuid_v2") \
     _fn(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
     _fn(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") \
     _fn(cuCtxPushCurrent, "cuCtxPushCurrent_v2") \
@@ -37,11 +38,13 @@
     _fn(cuMemAlloc, "cuMemAlloc_v2") \
     _fn(cuMemFree, "cuMemFree_v2") \
     _fn(cuMemcpyAsync, "cuMemcpyAsync") \
+    _fn(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2") \
     _fn(cuMemcpyHtoD, "cuMemcpyHtoD_v2") \
     _fn(cuMemcpyDtoH, "cuMemcpyDtoH_v2") \
     _fn(cuMemGetAddressRange, "cuMemGetAddressRange_v2") \
     _fn(cuPointerGetAttribute, "cuPointerGetAttribute") \
     _fn(cuPointerGetAttributes, "cuPointerGetAttributes") \
+    _fn(cuPointerSetAttribute, "cuPointerSetAttribute") \
     _fn(cuMemHostRegister, "cuMemHostRegister_v2") \
     _fn(cuMemHostUnregister, "cuMemHostUnregister") \
     _fn(cuIpcGetMemHandle, "cuIpcGetMemHandle") \

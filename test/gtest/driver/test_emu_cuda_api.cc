@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sys/wait.h>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 
@@ -118,6 +119,64 @@ TEST_F(emu_cuda_test, bus_id_is_nvidia_form) {
     EXPECT_EQ(4, sscanf(bus_id, "%8X:%2X:%2X.%1X", &domain, &bus, &dev, &fn))
         << bus_id;
     EXPECT_EQ(12u, strlen(bus_id)) << bus_id;
+}
+
+/* A device's UUID is its own, the same at every call (and in every
+ * process of the machine: it comes of the machine and the PCI address);
+ * the first version's symbol gives the same */
+TEST_F(emu_cuda_test, uuid_is_the_devices_own_and_stable) {
+    CUresult (*uuid_v1)(CUuuid*, CUdevice) =
+            (CUresult (*)(CUuuid*, CUdevice))symbol("cuDeviceGetUuid");
+    CUuuid first, again, other;
+    int count = 0;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetCount(&count));
+    ASSERT_LE(2, count);
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetUuid(&first, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetUuid(&again, 0));
+    EXPECT_EQ(0, memcmp(first.bytes, again.bytes, sizeof(first.bytes)));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetUuid(&other, 1));
+    EXPECT_NE(0, memcmp(first.bytes, other.bytes, sizeof(first.bytes)));
+    ASSERT_TRUE(uuid_v1 != NULL);
+    ASSERT_EQ(CUDA_SUCCESS, uuid_v1(&again, 0));
+    EXPECT_EQ(0, memcmp(first.bytes, again.bytes, sizeof(first.bytes)));
+    EXPECT_EQ(CUDA_ERROR_INVALID_DEVICE, p_cuDeviceGetUuid(&other, count));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuDeviceGetUuid(NULL, 0));
+}
+
+/* A copy between two device buffers in a stream lands when the stream is
+ * done; SYNC_MEMOPS may be set on device memory, not on host memory */
+TEST_F(emu_cuda_test, device_to_device_copy_in_a_stream_and_sync_memops) {
+    std::vector<unsigned char> bytes(100000), back(bytes.size());
+    CUdeviceptr src, dst;
+    CUstream stream;
+    int one = 1;
+
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        bytes[i] = (unsigned char)(i * 13 + 1);
+    }
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&src, bytes.size()));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&dst, bytes.size()));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamCreate(&stream, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(src, bytes.data(), bytes.size()));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(dst, src, bytes.size(),
+                                                stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoH(back.data(), dst, back.size()));
+    EXPECT_TRUE(bytes == back) << "the bytes copied differ";
+
+    EXPECT_EQ(CUDA_SUCCESS,
+              p_cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                      dst));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                      (CUdeviceptr)(uintptr_t)back.data()));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuPointerSetAttribute(NULL, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                      dst));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamDestroy(stream));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemFree(dst));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemFree(src));
 }
 
 TEST_F(emu_cuda_test, device_is_not_its_own_peer) {

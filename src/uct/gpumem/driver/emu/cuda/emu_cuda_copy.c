@@ -145,6 +145,13 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
     return gpumem_emu_cuda_memcpy(dstDevice, srcDevice, ByteCount, NULL, 1);
 }
 
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream)
+{
+    return gpumem_emu_cuda_memcpy(dstDevice, srcDevice, ByteCount, hStream,
+                                  0);
+}
+
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
                                    size_t ByteCount, CUstream hStream)
 {

@@ -11,6 +11,7 @@
 #include "emu_cuda.h"
 
 #include <ucs/sys/string.h>
+#include <string.h>
 
 
 /* The device @a device of an entered call, or CUDA_ERROR_INVALID_DEVICE */
@@ -93,6 +94,52 @@ CUresult CUDAAPI cuDeviceGetPCIBusId(char *bus_id, int len, CUdevice device)
     }
     return gpumem_emu_cuda_return(res);
 }
+
+/* FNV-1a over @a length bytes, from @a hash */
+static uint64_t gpumem_emu_cuda_fnv(uint64_t hash, const void *bytes,
+                                    size_t length)
+{
+    const unsigned char *p = bytes;
+    size_t i;
+
+    for (i = 0; i < length; ++i) {
+        hash = (hash ^ p[i]) * 0x100000001b3ull;
+    }
+    return hash;
+}
+
+/* A device's UUID: of its machine's identity and its PCI address, so that
+ * every process of the machine, and no other machine, gives the same */
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice device)
+{
+    const gpumem_topo_reach_t *reach;
+    uint64_t halves[2];
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (uuid == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    res = gpumem_emu_cuda_device_check(device);
+    if (res == CUDA_SUCCESS) {
+        reach     = gpumem_emu_cuda_reach(device);
+        halves[0] = gpumem_emu_cuda_fnv(0xcbf29ce484222325ull, reach->machine,
+                                        strnlen(reach->machine,
+                                                sizeof(reach->machine)));
+        halves[1] = gpumem_emu_cuda_fnv(halves[0] ^ 0x9e3779b97f4a7c15ull,
+                                        &reach->addr, sizeof(reach->addr));
+        halves[0] = gpumem_emu_cuda_fnv(halves[0], &reach->addr,
+                                        sizeof(reach->addr));
+        memcpy(uuid->bytes, halves, sizeof(uuid->bytes));
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
+/* The first version's symbol, which older programs link: the same answer */
+CUresult CUDAAPI gpumem_emu_cuda_get_uuid_v1(CUuuid *uuid, CUdevice device)
+        __asm__("cuDeviceGetUuid") __attribute__((alias("cuDeviceGetUuid_v2")));
 
 CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice device)
 {

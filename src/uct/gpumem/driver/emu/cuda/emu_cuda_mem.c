@@ -261,3 +261,29 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data,
     return gpumem_emu_cuda_return(gpumem_emu_cuda_attr(range, attribute, ptr,
                                                        data));
 }
+
+/* Of the attributes a caller may set, SYNC_MEMOPS on device memory: the
+ * emu's copies are synchronous with the memory operations already */
+CUresult CUDAAPI cuPointerSetAttribute(const void *value,
+                                       CUpointer_attribute attribute,
+                                       CUdeviceptr ptr)
+{
+    gpumem_emu_cuda_range_t *range;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (value == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    range = gpumem_emu_cuda_range_find(ptr);
+    if ((range == NULL) || ((range->kind != GPUMEM_EMU_CUDA_RANGE_ALLOC) &&
+                            (range->kind != GPUMEM_EMU_CUDA_RANGE_IPC))) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}

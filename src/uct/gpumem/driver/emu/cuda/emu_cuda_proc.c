@@ -20,7 +20,7 @@
     _e(cuInit) _e(cuDriverGetVersion) _e(cuGetErrorName) \
     _e(cuGetErrorString) _e(cuDeviceGetCount) _e(cuDeviceGet) \
     _e(cuDeviceGetName) _e(cuDeviceGetPCIBusId) _e(cuDeviceGetAttribute) \
-    _e(cuDeviceTotalMem) _e(cuDeviceCanAccessPeer) \
+    _e(cuDeviceTotalMem) _e(cuDeviceGetUuid) _e(cuDeviceCanAccessPeer) \
     _e(cuDevicePrimaryCtxRetain) _e(cuDevicePrimaryCtxRelease) \
     _e(cuDevicePrimaryCtxGetState) _e(cuCtxPushCurrent) \
     _e(cuCtxPopCurrent) _e(cuCtxGetCurrent) _e(cuCtxSetCurrent) \
@@ -29,9 +29,9 @@
     _e(cuStreamWaitEvent) _e(cuEventCreate) _e(cuEventDestroy) \
     _e(cuEventRecord) _e(cuEventQuery) _e(cuEventSynchronize) \
     _e(cuMemcpy) _e(cuMemcpyAsync) _e(cuMemcpyHtoD) _e(cuMemcpyDtoH) \
-    _e(cuMemcpyDtoD) _e(cuMemcpyHtoDAsync) _e(cuMemcpyDtoHAsync) \
+    _e(cuMemcpyDtoD) _e(cuMemcpyDtoDAsync) _e(cuMemcpyHtoDAsync) _e(cuMemcpyDtoHAsync) \
     _e(cuMemAlloc) _e(cuMemFree) _e(cuMemGetAddressRange) \
-    _e(cuMemGetInfo) _e(cuPointerGetAttribute) _e(cuPointerGetAttributes) \
+    _e(cuMemGetInfo) _e(cuPointerGetAttribute) _e(cuPointerGetAttributes) _e(cuPointerSetAttribute) \
     _e(cuMemHostAlloc) _e(cuMemAllocHost) _e(cuMemFreeHost) \
     _e(cuMemHostRegister) _e(cuMemHostUnregister) \
     _e(cuMemHostGetDevicePointer) _e(cuIpcGetMemHandle) \

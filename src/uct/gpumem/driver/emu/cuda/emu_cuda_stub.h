@@ -21,7 +21,6 @@ BEGIN_C_DECLS
     _fn(cuCtxSetFlags) \
     _fn(cuDeviceGetByPCIBusId) \
     _fn(cuDeviceGetP2PAttribute) \
-    _fn(cuDeviceGetUuid_v2) \
     _fn(cuDevicePrimaryCtxReset_v2) \
     _fn(cuDevicePrimaryCtxSetFlags_v2) \
     _fn(cuEventElapsedTime_v2) \
@@ -39,7 +38,6 @@ BEGIN_C_DECLS
     _fn(cuMemPrefetchAsync_v2) \
     _fn(cuMemRetainAllocationHandle) \
     _fn(cuMemcpy2D_v2) \
-    _fn(cuMemcpyDtoDAsync_v2) \
     _fn(cuMemcpyPeer) \
     _fn(cuMemcpyPeerAsync) \
     _fn(cuMemsetD32_v2) \
