@@ -105,11 +105,32 @@ test_identity() {
     return $rc
 }
 
+# Seconds the four-rank job may take (about 2 minutes on the 2-core
+# machine); a job stopped at the limit says where each rank was
+P2P_LIMIT=${P2P_LIMIT:-400}
+
 test_p2p() {
-    local out rc=0
+    local out rc=0 status=0
     have_mpi p2p || return 0
-    out=$(mpirun_hosts 400 test/rc/mpi_hosts_test p2p 16m 2>&1) || rc=1
+    out=$(mpirun_hosts "$P2P_LIMIT" test/rc/mpi_hosts_test p2p 16m 2>&1) ||
+        status=$?
     echo "$out" | grep -v "refuses to register dma-bufs"
+    # Now and then a rendezvous between the two VMs stops: the sender waits
+    # for the receiver's acknowledgement that the receiver has sent (the
+    # ranks' stacks above show it). Until that is mended, such a job runs
+    # once more, and the second must pass whole; any other failure counts.
+    if grep -q "stalled, ending the job" <<<"$out"; then
+        say "p2p: KNOWN STALL of a rendezvous between the VMs; once more"
+        status=0
+        out=$(mpirun_hosts "$P2P_LIMIT" test/rc/mpi_hosts_test p2p 16m 2>&1) ||
+            status=$?
+        echo "$out" | grep -v "refuses to register dma-bufs"
+    fi
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        say "p2p: the job did not end within $P2P_LIMIT s"; rc=1
+    elif [ "$status" -ne 0 ]; then
+        say "p2p: mpirun exited $status"; rc=1
+    fi
     # 6 pairs, each with its transport asserted by the program
     [ "$(grep -c "^pair .*: gpumem" <<<"$out")" -eq 6 ] ||
         { say "p2p: not every pair reported its transport"; rc=1; }

@@ -18,6 +18,9 @@
 #include <gpumem/gpumem.h>
 #include <mpi.h>
 
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,66 @@ typedef struct {
 
 static int rank, num_ranks;
 static char (*hosts)[MPI_MAX_PROCESSOR_NAME];
+
+/* What the rank is doing: said, with the stack, when a step makes no
+ * progress for STALL_SECONDS (each step takes a few seconds at most) and
+ * when the job is stopped (the launcher's SIGTERM, as a time limit sends
+ * it), so that a hang names its step. After STALL_LIMIT such periods the
+ * rank exits with STALL_STATUS, which ends the job. */
+#define STALL_SECONDS  60
+#define STALL_LIMIT    3
+#define STALL_STATUS   86
+
+static char where[160] = "starting";
+static volatile unsigned stalled;
+static pthread_t main_thread;
+
+#define WHERE(...) \
+    do { \
+        snprintf(where, sizeof(where), __VA_ARGS__); \
+        stalled = 0; \
+        alarm(STALL_SECONDS); \
+    } while (0)
+
+static void say_where(int signo)
+{
+    char line[256];
+    int len;
+
+    /* The stack to show is the main thread's, where the MPI call waits */
+    if ((signo == SIGALRM) && !pthread_equal(pthread_self(), main_thread)) {
+        pthread_kill(main_thread, SIGALRM);
+        return;
+    }
+
+    if (signo == SIGALRM) {
+        len = snprintf(line, sizeof(line), "mpi_hosts_test: rank %d: no "
+                       "progress for %u s while %s\n", rank,
+                       ++stalled * STALL_SECONDS, where);
+        alarm(STALL_SECONDS);
+    } else {
+        len = snprintf(line, sizeof(line), "mpi_hosts_test: rank %d stopped "
+                       "by signal %d while %s\n", rank, signo, where);
+    }
+    if (write(2, line, (size_t)len) < 0) {
+        /* Nothing more to say */
+    }
+    if ((signo == SIGALRM) && (stalled == 1)) {
+        void *frames[32];
+
+        backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+    }
+    if (signo != SIGALRM) {
+        _exit(128 + signo);
+    } else if (stalled >= STALL_LIMIT) {
+        len = snprintf(line, sizeof(line), "mpi_hosts_test: rank %d: "
+                       "stalled, ending the job\n", rank);
+        if (write(2, line, (size_t)len) < 0) {
+            /* Nothing more to say */
+        }
+        _exit(STALL_STATUS);
+    }
+}
 
 static void fail(const char *what)
 {
@@ -115,6 +178,7 @@ static size_t exchange(int a, int b, size_t max, void *send, void *recv,
 
     for (size = 1; size <= max; size *= 4) {
         /* Blocking: a sends first, b answers */
+        WHERE("exchanging %zu bytes blocking with rank %d", size, peer);
         to_device(send, host, size, seed_of(rank, peer, size, 0));
         if (rank == a) {
             MPI_Send(send, (int)size, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
@@ -128,6 +192,7 @@ static size_t exchange(int a, int b, size_t max, void *send, void *recv,
         wrong += check(recv, host, size, seed_of(peer, rank, size, 0));
 
         /* Non-blocking: both ways at once */
+        WHERE("exchanging %zu bytes non-blocking with rank %d", size, peer);
         to_device(send, host, size, seed_of(rank, peer, size, 1));
         MPI_Irecv(recv, (int)size, MPI_BYTE, peer, TAG + 1, MPI_COMM_WORLD,
                   &reqs[0]);
@@ -164,6 +229,7 @@ static int test_p2p(size_t max, void *send, void *recv, unsigned char *host)
     }
     for (a = 0; a < num_ranks; ++a) {
         for (b = a + 1; b < num_ranks; ++b) {
+            WHERE("in the barrier before pair %d-%d", a, b);
             MPI_Barrier(MPI_COMM_WORLD);
             start = MPI_Wtime();
             counters(&before);
@@ -172,6 +238,7 @@ static int test_p2p(size_t max, void *send, void *recv, unsigned char *host)
             if ((rank == a) || (rank == b)) {
                 wrong = exchange(a, b, max, send, recv, host, &rndv);
             }
+            WHERE("gathering the counters of pair %d-%d", a, b);
             counters(&after);
             delta[0].ipc = after.ipc - before.ipc;
             delta[0].rc  = after.rc - before.rc;
@@ -318,6 +385,16 @@ int main(int argc, char **argv)
     snprintf(gpu, sizeof(gpu), "%d", local_rank);
     setenv("UCX_GPUMEM_ALLOC_GPU", gpu, 0);
 
+    main_thread = pthread_self();
+    {
+        /* backtrace() loads what it needs at its first call: not in the
+         * signal handler */
+        void *frame;
+
+        backtrace(&frame, 1);
+    }
+    signal(SIGTERM, say_where);
+    signal(SIGALRM, say_where);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &num_ranks);
@@ -359,6 +436,7 @@ int main(int argc, char **argv)
         failed = 1;
     }
 
+    WHERE("ending %s", mode);
     MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("mpi_hosts_test %s: %s\n", mode,
