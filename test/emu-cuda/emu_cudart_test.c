@@ -11,22 +11,14 @@
 #include <cuda_runtime_api.h>
 
 #include <stdint.h>
+#include "emu_expect.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define EXPECT(_cond, ...) \
-    do { \
-        if (!(_cond)) { \
-            fprintf(stderr, "emu_cudart_test: %s:%d: %s: ", __FILE__, \
-                    __LINE__, #_cond); \
-            fprintf(stderr, __VA_ARGS__); \
-            fprintf(stderr, "\n"); \
-            ++failures; \
-        } \
-    } while (0)
+const char *emu_expect_program = "emu_cudart_test";
+int emu_expect_failures;
 
 #define EXPECT_CUDA(_expected, _call) \
     do { \
@@ -167,8 +159,7 @@ int main(void)
                                                          cudaMemAttachGlobal));
     EXPECT_CUDA(cudaErrorMemoryAllocation, cudaMalloc(&ptr, SIZE_MAX / 2));
 
-    if (failures != 0) {
-        fprintf(stderr, "emu_cudart_test: %d wrong answers\n", failures);
+    if (emu_expect_result() != 0) {
         return 1;
     }
     printf("emu_cudart_test: the toolkit's runtime calls, on the emulated "

@@ -13,23 +13,15 @@
 #include <cuda.h>
 #include <nvml.h>
 
+#include "emu_expect.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-static int failures;
-
-#define EXPECT(_cond, ...) \
-    do { \
-        if (!(_cond)) { \
-            fprintf(stderr, "emu_nvml_test: %s:%d: %s: ", __FILE__, \
-                    __LINE__, #_cond); \
-            fprintf(stderr, __VA_ARGS__); \
-            fprintf(stderr, "\n"); \
-            ++failures; \
-        } \
-    } while (0)
+const char *emu_expect_program = "emu_nvml_test";
+int emu_expect_failures;
 
 #define EXPECT_NVML(_expected, _call) \
     do { \
@@ -86,6 +78,7 @@ static void test_device(unsigned index, int links)
     EXPECT((int)value.value.uiVal == links, "GPU %u: %u NVLinks, wanted %d",
            index, value.value.uiVal, links);
 
+    memset(&remote, 0, sizeof(remote));
     for (link = 0; link < (unsigned)links; ++link) {
         EXPECT_NVML(NVML_SUCCESS, nvmlDeviceGetNvLinkState(device, link,
                                                            &state));
@@ -131,8 +124,7 @@ int main(int argc, char **argv)
     EXPECT_NVML(NVML_SUCCESS, nvmlShutdown());
     EXPECT_NVML(NVML_ERROR_UNINITIALIZED, nvmlShutdown());
 
-    if (failures != 0) {
-        fprintf(stderr, "emu_nvml_test: %d wrong answers\n", failures);
+    if (emu_expect_result() != 0) {
         return 1;
     }
     printf("emu_nvml_test: %u GPUs, the CUDA devices of the same index, %d "

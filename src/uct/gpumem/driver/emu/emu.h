@@ -53,6 +53,15 @@ ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
 extern const char gpumem_emu_builtin_topology[];
 
 /**
+ * Load the topology the plugin's settings name, read from the environment
+ * (UCX_GPUMEM_TOPO_XML, else the built-in machine; UCX_GPUMEM_SYSFS_ROOT;
+ * UCX_GPUMEM_TOPO_FACTS): the machine the emulated CUDA libraries, which
+ * have no UCX configuration of their own, emulate as the plugin's emu
+ * driver does.
+ */
+ucs_status_t gpumem_emu_topology_from_env(gpumem_topo_t **topo_p);
+
+/**
  * For tests: the process kills itself (SIGKILL) when it reaches the step
  * @a point of a change of the shared state: "alloc-placed", "alloc-listed",
  * "alloc-held", "free-unlisted", "free-punched", "import-held"; NULL or ""

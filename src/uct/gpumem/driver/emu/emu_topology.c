@@ -13,6 +13,7 @@
 
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -246,4 +247,24 @@ ucs_status_t gpumem_emu_topology_apply(const gpumem_emu_config_t *config,
     }
 
     return UCS_OK;
+}
+
+/* A path setting, where set and not empty */
+static const char *gpumem_emu_topology_setting(const char *name)
+{
+    const char *value = getenv(name);
+
+    return ((value == NULL) || (value[0] == '\0')) ? NULL : value;
+}
+
+ucs_status_t gpumem_emu_topology_from_env(gpumem_topo_t **topo_p)
+{
+    gpumem_topo_params_t params = {};
+
+    params.xml_path   = gpumem_emu_topology_setting("UCX_GPUMEM_TOPO_XML");
+    params.xml_buffer = (params.xml_path == NULL) ?
+                        gpumem_emu_builtin_topology : NULL;
+    params.sysfs_root = gpumem_emu_topology_setting("UCX_GPUMEM_SYSFS_ROOT");
+    params.facts_path = gpumem_emu_topology_setting("UCX_GPUMEM_TOPO_FACTS");
+    return gpumem_topo_load(&params, topo_p);
 }

@@ -106,15 +106,6 @@ int gpumem_emu_cuda_device_of(const gpumem_pci_addr_t *addr)
     return -1;
 }
 
-/* A path setting of the plugin's (UCX_GPUMEM_TOPO_XML and the others), so
- * that the library emulates the machine the plugin's emu driver does */
-static const char *gpumem_emu_cuda_setting(const char *name)
-{
-    const char *value = getenv(name);
-
-    return ((value == NULL) || (value[0] == '\0')) ? NULL : value;
-}
-
 /* The emu driver's settings (UCX_GPUMEM_EMU_*), as UCS parses them */
 static ucs_status_t gpumem_emu_cuda_config(gpumem_emu_config_t *config)
 {
@@ -130,17 +121,12 @@ static ucs_status_t gpumem_emu_cuda_config(gpumem_emu_config_t *config)
 
 static CUresult gpumem_emu_cuda_open(void)
 {
-    gpumem_topo_params_t params = {};
     gpumem_emu_config_t config;
     ucs_status_t status;
     int device;
 
-    params.xml_path   = gpumem_emu_cuda_setting("UCX_GPUMEM_TOPO_XML");
-    params.xml_buffer = (params.xml_path == NULL) ?
-                        gpumem_emu_builtin_topology : NULL;
-    params.sysfs_root = gpumem_emu_cuda_setting("UCX_GPUMEM_SYSFS_ROOT");
-    params.facts_path = gpumem_emu_cuda_setting("UCX_GPUMEM_TOPO_FACTS");
-    status            = gpumem_topo_load(&params, &gpumem_emu_cuda.topo);
+    /* The machine the plugin's emu driver emulates */
+    status = gpumem_emu_topology_from_env(&gpumem_emu_cuda.topo);
     if (status != UCS_OK) {
         return CUDA_ERROR_NO_DEVICE;
     }

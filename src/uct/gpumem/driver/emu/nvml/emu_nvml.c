@@ -45,24 +45,11 @@ static struct {
 };
 
 
-static const char *gpumem_emu_nvml_setting(const char *name)
-{
-    const char *value = getenv(name);
-
-    return ((value == NULL) || (value[0] == '\0')) ? NULL : value;
-}
-
 static nvmlReturn_t gpumem_emu_nvml_open(void)
 {
-    gpumem_topo_params_t params = {};
     unsigned i;
 
-    params.xml_path   = gpumem_emu_nvml_setting("UCX_GPUMEM_TOPO_XML");
-    params.xml_buffer = (params.xml_path == NULL) ?
-                        gpumem_emu_builtin_topology : NULL;
-    params.sysfs_root = gpumem_emu_nvml_setting("UCX_GPUMEM_SYSFS_ROOT");
-    params.facts_path = gpumem_emu_nvml_setting("UCX_GPUMEM_TOPO_FACTS");
-    if (gpumem_topo_load(&params, &gpumem_emu_nvml.topo) != UCS_OK) {
+    if (gpumem_emu_topology_from_env(&gpumem_emu_nvml.topo) != UCS_OK) {
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
 
