@@ -2,6 +2,7 @@
 # The whole test suite: sets up a fresh machine, builds gpumem, runs the
 # googletest suite and the tools' golden tests ("make check"), UCX's own
 # googletest families on gpumem's transports ("make check-ucx-gtest"),
+# UCX's own CUDA transports on the emulated CUDA ("make check-ucx-cuda"),
 # checks the source distribution ("make distcheck"), and runs the RDMA tests
 # in a soft-RoCE VM ("make check-vm", test/vm/run), and the MPI job across
 # two such VMs ("make check-vm2", test/vm/run --two).
@@ -15,6 +16,8 @@ cd "$(dirname "$0")/.."
 make -j2 check
 # UCX's own googletest families on gpumem's transports
 make check-ucx-gtest
+# UCX's own cuda_copy and cuda_ipc on the emulated CUDA
+make check-ucx-cuda
 make -j2 distcheck
 # The tests that need a real RDMA device, against soft-RoCE in a VM
 make check-vm

@@ -75,6 +75,10 @@ AC_DEFUN([GPUMEM_CHECK_CUDA], [
               [test "x$with_nvml" != xcheck],
               [AC_MSG_ERROR([--with-nvml=$with_nvml: no nvml.h in $nvml_dir/include])])
     ])
+    AS_IF([test $gpumem_have_nvml = yes], [NVML_DIR=$nvml_dir], [NVML_DIR=])
+    AC_SUBST([NVML_DIR])
+    AS_IF([test $gpumem_have_cuda = yes], [CUDA_DIR=$cuda_dir], [CUDA_DIR=])
+    AC_SUBST([CUDA_DIR])
     AC_SUBST([NVML_CPPFLAGS])
     AM_CONDITIONAL([HAVE_NVML], [test $gpumem_have_nvml = yes])
 

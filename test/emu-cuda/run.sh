@@ -9,24 +9,8 @@
 #   run.sh BUILDDIR
 set -u
 build=$1
-work=$(mktemp -d /tmp/gpumem-emu-cuda.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-failed=0
-
-mkdir "$work/shm" "$work/shm-nvlink" "$work/machine"
-if ! "$build/test/emu-cuda/emu_cuda_machine" "$work/machine.xml" \
-         "$work/machine.facts" "$work/machine"; then
-    echo "FAIL: cannot write the emulated machine"
-    exit 1
-fi
-
-emu=$build/src/uct/gpumem/driver/emu
-export LD_LIBRARY_PATH=$emu/cuda/.libs:$emu/cudart/.libs:$emu/nvml/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$(dirname "$0")/machine.sh" || exit 1
 export GPUMEM_TEST_DRIVER=cuda UCX_GPUMEM_DRIVER=cuda
-export UCX_GPUMEM_TOPO_XML=$work/machine.xml
-export UCX_GPUMEM_TOPO_FACTS=$work/machine.facts
-export UCX_GPUMEM_SYSFS_ROOT=/nonexistent
-export UCX_GPUMEM_EMU_SHM_DIR=$work/shm
 
 suites='cuda*:emu_cuda*:md.*:md_config.*:component.*:api.*:copy_*'
 suites+=':*/copy_ucp.*:ipc_*:*/ipc_ucp*'

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# UCX's own CUDA transports on the emulated CUDA: a UCX built with CUDA
+# (contrib/ucx-cuda.sh), its cuda_copy and cuda_ipc over the build's
+# emulated libcuda.so.1, libcudart and libnvidia-ml.so.1, on the emu's
+# built-in machine. ucx_info must list both transports; ucx_perftest runs
+# between two processes to its end: cuda_ipc's UCT put zero-copy (4 MiB
+# bandwidth, 8 B latency) and UCP tag messages of device memory, eager and
+# rendezvous (get and put), through tcp,cuda_copy,cuda_ipc. Where UCX's
+# transports, written against real CUDA, misbehave here, the emulation is
+# what is wrong.
+#   ucx_cuda_run.sh BUILDDIR UCX_PREFIX
+set -u
+build=$1
+prefix=$2
+. "$(dirname "$0")/machine.sh" || exit 1
+export LD_LIBRARY_PATH=$prefix/lib:$LD_LIBRARY_PATH
+# UCX's cuda transports alone: gpumem's plugin is not loaded in this UCX
+export UCX_WARN_UNUSED_ENV_VARS=n
+perftest=$prefix/bin/ucx_perftest
+port=$((20000 + RANDOM % 20000))
+
+info=$(timeout -k 5 60 "$prefix/bin/ucx_info" -d 2>&1)
+for tl in cuda_copy cuda_ipc; do
+    if grep -q "Transport: $tl$" <<<"$info"; then
+        echo "PASS: ucx_info -d lists $tl on the emulated CUDA"
+    else
+        echo "FAIL: ucx_info -d does not list $tl on the emulated CUDA"
+        echo "$info" | sed 's/^/    /'
+        failed=1
+    fi
+done
+
+#   run NAME ENV... -- PERFTEST_ARGS...
+run() {
+    local name=$1 envs=() server
+    shift
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    port=$((port + 1))
+    env "${envs[@]}" timeout -k 5 120 "$perftest" "$@" -p "$port" \
+        >"$work/server" 2>&1 &
+    server=$!
+    sleep 1
+    if env "${envs[@]}" timeout -k 5 120 "$perftest" "$@" -p "$port" \
+           localhost >"$work/client" 2>&1 && wait $server &&
+       grep -q "^Final:" "$work/client"; then
+        echo "PASS: $name"
+    else
+        wait $server
+        echo "FAIL: $name"
+        sed 's/^/    client: /' "$work/client"
+        sed 's/^/    server: /' "$work/server"
+        failed=1
+    fi
+}
+
+run "cuda_ipc put_bw zcopy 4 MiB" -- -t put_bw -D zcopy -x cuda_ipc -d cuda \
+    -m cuda -s 4194304 -n 50
+run "cuda_ipc put_lat zcopy 8 B" -- -t put_lat -D zcopy -x cuda_ipc -d cuda \
+    -m cuda -s 8 -n 1000
+for size in 8 100000 4194304; do
+    run "tag_bw $size B -m cuda,cuda over tcp,cuda_copy,cuda_ipc" \
+        UCX_TLS=tcp,cuda_copy,cuda_ipc -- -t tag_bw -m cuda,cuda -s "$size" \
+        -n 50
+done
+for scheme in get_zcopy put_zcopy; do
+    run "tag_bw 4 MiB -m cuda,cuda, rendezvous $scheme" \
+        UCX_TLS=tcp,cuda_copy,cuda_ipc UCX_RNDV_SCHEME=$scheme -- \
+        -t tag_bw -m cuda,cuda -s 4194304 -n 50
+done
+exit $failed
