@@ -115,8 +115,8 @@ test_p2p() {
     out=$(mpirun_hosts "$P2P_LIMIT" test/rc/mpi_hosts_test p2p 16m 2>&1) ||
         status=$?
     echo "$out" | grep -v "refuses to register dma-bufs"
-    # Now and then a rendezvous between the two VMs stops: the sender waits
-    # for the receiver's acknowledgement that the receiver has sent (the
+    # Now and then a rendezvous between the two VMs stops: the receiver has
+    # its message and goes on, the sender waits for its acknowledgement (the
     # ranks' stacks above show it). Until that is mended, such a job runs
     # once more, and the second must pass whole; any other failure counts.
     if grep -q "stalled, ending the job" <<<"$out"; then

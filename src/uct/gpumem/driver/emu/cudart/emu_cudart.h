@@ -30,4 +30,23 @@ cudaError_t gpumem_emu_cudart_enter(void);
 /* Logs once that @a name is not emulated; cudaErrorNotSupported */
 cudaError_t gpumem_emu_cudart_not_supported(const char *name, int *logged);
 
+
+/* A runtime call that works on a device begins with its context: returns
+ * from the calling function where there is none */
+#define GPUMEM_EMU_CUDART_ENTER() \
+    do { \
+        cudaError_t _err = gpumem_emu_cudart_enter(); \
+        if (_err != cudaSuccess) { \
+            return _err; \
+        } \
+    } while (0)
+
+/* A driver call @a _call in the current device's context, as the runtime's
+ * code */
+#define GPUMEM_EMU_CUDART_CALL(_call) \
+    ({ \
+        cudaError_t _err = gpumem_emu_cudart_enter(); \
+        (_err != cudaSuccess) ? _err : gpumem_emu_cudart_error(_call); \
+    })
+
 #endif

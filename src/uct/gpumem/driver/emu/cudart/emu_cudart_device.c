@@ -31,29 +31,15 @@ static void gpumem_emu_cudart_init(void)
 
 cudaError_t gpumem_emu_cudart_error(CUresult res)
 {
-    cudaError_t err;
-
-    switch (res) {
-    case CUDA_SUCCESS:
-        return cudaSuccess;
-    case CUDA_ERROR_NOT_INITIALIZED:
-        err = cudaErrorInitializationError;
-        break;
-    case CUDA_ERROR_INVALID_CONTEXT:
-        err = cudaErrorDeviceUninitialized;
-        break;
-    case CUDA_ERROR_INVALID_HANDLE:
-        err = cudaErrorInvalidResourceHandle;
-        break;
-    default:
-        /* The runtime's codes are the driver's for the rest it returns:
-         * invalid value, out of memory, no device, invalid device, not
-         * ready, illegal address, not supported, peer access, ... */
-        err = (cudaError_t)res;
-        break;
+    /* The runtime numbers each code the driver returns here as the driver
+     * does (CUDA_ERROR_NOT_INITIALIZED is cudaErrorInitializationError,
+     * CUDA_ERROR_INVALID_CONTEXT cudaErrorDeviceUninitialized,
+     * CUDA_ERROR_INVALID_HANDLE cudaErrorInvalidResourceHandle, and so on
+     * for invalid value, out of memory, devices, not ready, not supported) */
+    if (res != CUDA_SUCCESS) {
+        gpumem_emu_cudart_last = (cudaError_t)res;
     }
-    gpumem_emu_cudart_last = err;
-    return err;
+    return (cudaError_t)res;
 }
 
 cudaError_t gpumem_emu_cudart_not_supported(const char *name, int *logged)
@@ -185,10 +171,7 @@ cudaError_t CUDARTAPI cudaGetDevice(int *device)
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
 {
-    cudaError_t err = gpumem_emu_cudart_enter();
-
-    return (err != cudaSuccess) ? err :
-           gpumem_emu_cudart_error(cuCtxSynchronize());
+    return GPUMEM_EMU_CUDART_CALL(cuCtxSynchronize());
 }
 
 cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value,

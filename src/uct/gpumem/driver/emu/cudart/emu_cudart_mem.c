@@ -23,16 +23,6 @@
 #define GPUMEM_EMU_CUDART_SET_CHUNK    (256ul << 10)
 
 
-/* The runtime's calls that work on a device begin with its context */
-#define GPUMEM_EMU_CUDART_ENTER() \
-    do { \
-        cudaError_t _err = gpumem_emu_cudart_enter(); \
-        if (_err != cudaSuccess) { \
-            return _err; \
-        } \
-    } while (0)
-
-
 cudaError_t CUDARTAPI cudaMalloc(void **dev_ptr, size_t size)
 {
     CUdeviceptr ptr;

@@ -12,13 +12,6 @@
 #include "emu_cudart.h"
 
 
-#define GPUMEM_EMU_CUDART_CALL(_call) \
-    ({ \
-        cudaError_t _err = gpumem_emu_cudart_enter(); \
-        (_err != cudaSuccess) ? _err : gpumem_emu_cudart_error(_call); \
-    })
-
-
 /* The runtime's stream and event flags are the driver's */
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *stream,
                                                 unsigned flags)
