@@ -5,7 +5,7 @@
 # them against that UCX's libraries, runs gpumem's instantiations with the
 # plugin loaded, and prints the counts. Fails if any test fails.
 #
-#   contrib/ucx-gtest.sh [--build-only | --run PATTERN] \
+#   contrib/ucx-gtest.sh [--build-only | --run PATTERN] [--cuda CUDA_DIR] \
 #       UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]
 #
 # --build-only builds WORK_DIR/gtest and runs nothing; --run runs the tests
@@ -13,6 +13,13 @@
 # binary built before, where the sources need not be (the soft-RoCE VM runs
 # gpumem_rc's and gpumem_ib's this way, "make check-vm"); by default
 # everything is built and gpumem's instantiations run.
+#
+# --cuda runs UCX's own CUDA families instead, in a UCX built with CUDA
+# (contrib/ucx-cuda.sh) on the emulated CUDA of the caller's environment
+# (test/emu-cuda/machine.sh): the same families, whose instantiations for
+# cuda_copy, cuda_ipc and their memory domains come along, and UCM's cuda
+# hooks, built against CUDA_DIR's headers and runtime and run with no
+# plugin loaded (PLUGIN is "none").
 #
 # UCX_INFO and UCX_LIBDIR are that UCX's ucx_info and libraries (as
 # configure found them: `make check-ucx-gtest` passes them), PLUGIN the
@@ -31,15 +38,21 @@ usage() {
 
 mode=all
 pattern="gpumem*"
-case "${1:-}" in
---build-only) mode=build; shift ;;
---run)        mode=run; pattern=${2:?}; shift 2 ;;
-esac
+cuda=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build-only) mode=build; shift ;;
+    --run)        mode=run; pattern=${2:?}; shift 2 ;;
+    --cuda)       cuda=${2:?}; [ "$mode" = run ] || pattern="cuda*"; shift 2 ;;
+    *)            break ;;
+    esac
+done
 [ $# -ge 4 ] || usage
 src=$1
 ucx_info=$2
 libdir=$3
-plugin=$(readlink -f "$4")
+plugin=
+[ "$4" = none ] || plugin=$(readlink -f "$4")
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${5:-$PWD/ucx-gtest}
 families=$top/test/ucx-gtest/gpumem_families.cc
@@ -49,7 +62,8 @@ build() {
     [ -f "$src/test/gtest/uct/uct_test.h" ] ||
         { echo "ucx-gtest: no UCX googletest sources in $src" >&2; exit 1; }
     src=$(cd "$src" && pwd)
-    [ -f "$plugin" ] || { echo "ucx-gtest: no plugin $plugin" >&2; exit 1; }
+    [ -z "$plugin" ] || [ -f "$plugin" ] ||
+        { echo "ucx-gtest: no plugin $plugin" >&2; exit 1; }
 
     [ -x "$ucx_info" ] || { echo "ucx-gtest: no ucx_info $ucx_info" >&2; exit 1; }
     [ -e "$libdir/libucs.so" ] ||
@@ -72,15 +86,21 @@ build() {
     cxx=${CXX:-g++}
     cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
               -I$work -I$src/src -I$src/test -I$src/test/gtest
-              -Wno-deprecated-declarations ${includedir:+-isystem $includedir}"
+              -Wno-deprecated-declarations ${includedir:+-isystem $includedir}
+              ${cuda:+-isystem $cuda/include
+                      -include $top/test/ucx-gtest/cuda_compat.h}"
     # The key: the UCX (its revision too: master's version stays), its
     # configuration, its headers and tests, the compiler and this recipe
     # (but for the list of tests left out, which changes no object)
     key=$({ cat "$work/config.h"; "$ucx_info" -v; $cxx --version;
             echo "$cxxflags"; sed '/^excluded=(/,/^)/d' "$0";
             find "$src/src" "$src/test/gtest/common" "$src/test/gtest/uct" \
+                 "$src/test/gtest/ucm" \
                  \( -name '*.h' -o -name '*.inl' -o -name '*.cc' \) \
-                 -print0 | sort -z | xargs -0 cat; } |
+                 -print0 | sort -z | xargs -0 cat;
+            [ -z "$cuda" ] || cat "$cuda/include/cuda.h" \
+                                  "$cuda/include/cuda_runtime_api.h" \
+                                  "$top/test/ucx-gtest/cuda_compat.h"; } |
           sha256sum | cut -c1-12)
     cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}/ucx-gtest/$version-$key
     mkdir -p "$cache"
@@ -96,6 +116,13 @@ build() {
                common/main.cc common/test.cc common/test_helpers.cc
                common/mem_buffer.cc common/test_watchdog.cc
                uct/uct_test.cc uct/uct_p2p_test.cc"
+    # UCM's hooks of the CUDA allocation calls, with their own tests
+    [ -z "$cuda" ] || framework+=" ucm/cuda_hooks.cc"
+    # The toolkit's runtime and driver (its stub) at link time, as UCX's own
+    # gtest links them; at run time the emulated ones come first
+    cuda_libs=()
+    [ -z "$cuda" ] ||
+        cuda_libs=(-L"$cuda/lib64" -L"$cuda/lib64/stubs" -lcudart -lcuda)
     # The families of gpumem_families.cc
     family_names=$(sed -n 's/^#.*defined(GPUMEM_UCX_FAMILY_\([A-Z0-9_]*\)).*/\1/p' \
                    "$families")
@@ -136,7 +163,8 @@ build() {
     done
 
     $cxx -o "$work/gtest" "${objects[@]}" -L"$libdir" -Wl,-rpath,"$libdir" \
-        -lucp -luct -lucs -lucm -lpthread -ldl
+        -lucp -luct -lucs -lucm ${cuda_libs[@]+"${cuda_libs[@]}"} \
+        -lpthread -ldl
     echo "ucx-gtest: UCX $version googletest families built in $(( $(date +%s) - started )) s"
 }
 

@@ -5,6 +5,9 @@
  *
  *   emu_cuda_machine XML_FILE FACTS_FILE SHM_DIR
  *
+ * Each GPU has the VRAM of UCX_GPUMEM_EMU_VRAM_SIZE where it is set (the
+ * facts carry it to every process of the run), else the emu's default.
+ *
  * See file LICENSE for terms.
  */
 
@@ -14,7 +17,9 @@
 
 #include <uct/gpumem/driver/emu/emu.h>
 
+#include <ucs/sys/string.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 
 int main(int argc, char **argv)
@@ -28,10 +33,17 @@ int main(int argc, char **argv)
     };
     gpumem_driver_t *driver;
     gpumem_topo_t *topo;
+    const char *vram = getenv("UCX_GPUMEM_EMU_VRAM_SIZE");
     FILE *xml;
 
     if (argc != 4) {
         fprintf(stderr, "usage: %s XML_FILE FACTS_FILE SHM_DIR\n", argv[0]);
+        return 2;
+    }
+    if ((vram != NULL) &&
+        (ucs_str_to_memunits(vram, &config.vram_size) != UCS_OK)) {
+        fprintf(stderr, "%s: UCX_GPUMEM_EMU_VRAM_SIZE=%s is not a size\n",
+                argv[0], vram);
         return 2;
     }
 

@@ -123,6 +123,44 @@ static void test_host(void)
     free(plain);
 }
 
+/* Managed memory: one address the CPU writes and the device copies from;
+ * pitched rows */
+static void test_managed_and_pitch(void)
+{
+    unsigned char *managed = NULL, *back = malloc(SIZE);
+    struct cudaPointerAttributes attr;
+    size_t pitch = 0;
+    void *dev = NULL;
+
+    EXPECT_CUDA(cudaSuccess, cudaSetDevice(1));
+    EXPECT_CUDA(cudaSuccess, cudaMallocManaged((void**)&managed, SIZE,
+                                               cudaMemAttachGlobal));
+    EXPECT_CUDA(cudaSuccess, cudaPointerGetAttributes(&attr, managed));
+    EXPECT(attr.type == cudaMemoryTypeManaged, "managed: type %d", attr.type);
+    EXPECT(attr.device == 1, "managed: device %d", attr.device);
+    EXPECT(attr.hostPointer == managed, "managed: host pointer %p",
+           attr.hostPointer);
+
+    fill(managed, SIZE, 5);
+    EXPECT_CUDA(cudaSuccess, cudaMalloc(&dev, SIZE));
+    EXPECT_CUDA(cudaSuccess, cudaMemcpy(dev, managed, SIZE,
+                                        cudaMemcpyDefault));
+    memset(managed, 0, SIZE);
+    EXPECT_CUDA(cudaSuccess, cudaMemcpy(managed, dev, SIZE,
+                                        cudaMemcpyDefault));
+    fill(back, SIZE, 5);
+    EXPECT(memcmp(managed, back, SIZE) == 0,
+           "managed memory copied to the device and back differs");
+    EXPECT_CUDA(cudaSuccess, cudaFree(managed));
+    EXPECT_CUDA(cudaSuccess, cudaFree(dev));
+
+    EXPECT_CUDA(cudaSuccess, cudaMallocPitch(&dev, &pitch, 100, 8));
+    EXPECT(pitch == 512, "pitch %zu of rows of 100 bytes", pitch);
+    EXPECT_CUDA(cudaSuccess, cudaMemset(dev, 7, pitch * 8));
+    EXPECT_CUDA(cudaSuccess, cudaFree(dev));
+    free(back);
+}
+
 int main(void)
 {
     int count = 0, device = -1, version = 0;
@@ -148,6 +186,7 @@ int main(void)
     test_copies(0);
     test_copies(1);
     test_host();
+    test_managed_and_pitch();
 
     /* Errors: what the runtime says of wrong arguments and of what the
      * emulation does not have */
@@ -155,8 +194,7 @@ int main(void)
     EXPECT_CUDA(cudaSuccess, cudaFree(NULL));
     EXPECT(cudaFree((void*)(uintptr_t)0x1000) != cudaSuccess,
            "freeing an address never allocated succeeded");
-    EXPECT_CUDA(cudaErrorNotSupported, cudaMallocManaged(&ptr, 4096,
-                                                         cudaMemAttachGlobal));
+    EXPECT_CUDA(cudaErrorInvalidValue, cudaMallocManaged(&ptr, 4096, 4));
     EXPECT_CUDA(cudaErrorMemoryAllocation, cudaMalloc(&ptr, SIZE_MAX / 2));
 
     if (emu_expect_result() != 0) {

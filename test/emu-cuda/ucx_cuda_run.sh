@@ -5,13 +5,23 @@
 # built-in machine. ucx_info must list both transports; ucx_perftest runs
 # between two processes to its end: cuda_ipc's UCT put zero-copy (4 MiB
 # bandwidth, 8 B latency) and UCP tag messages of device memory, eager and
-# rendezvous (get and put), through tcp,cuda_copy,cuda_ipc. Where UCX's
-# transports, written against real CUDA, misbehave here, the emulation is
-# what is wrong.
-#   ucx_cuda_run.sh BUILDDIR UCX_PREFIX
+# rendezvous (get and put), through tcp,cuda_copy,cuda_ipc. Then UCX's own
+# googletest families of its CUDA transports, memory domains and memory
+# hooks (contrib/ucx-gtest.sh --cuda), built from UCX_SRC_DIR against
+# CUDA_DIR. Where UCX's transports, written against real CUDA, misbehave
+# here, the emulation is what is wrong.
+#   ucx_cuda_run.sh BUILDDIR UCX_PREFIX UCX_SRC_DIR CUDA_DIR
 set -u
 build=$1
 prefix=$2
+ucx_src=$3
+cuda_dir=$4
+# UCX's tests size their buffers by the host's memory (a sixteenth of it)
+# and put two on one GPU, as a real GPU has room for: the emulated GPUs get
+# that much VRAM (a sparse file, an untouched byte costs nothing)
+UCX_GPUMEM_EMU_VRAM_SIZE=$(( ($(free -b | awk '/^Mem:/ { print $2 }') / 8 +
+                             (1 << 30)) >> 20 ))m
+export UCX_GPUMEM_EMU_VRAM_SIZE
 . "$(dirname "$0")/machine.sh" || exit 1
 export LD_LIBRARY_PATH=$prefix/lib:$LD_LIBRARY_PATH
 # UCX's cuda transports alone: gpumem's plugin is not loaded in this UCX
@@ -68,4 +78,14 @@ for scheme in get_zcopy put_zcopy; do
         UCX_TLS=tcp,cuda_copy,cuda_ipc UCX_RNDV_SCHEME=$scheme -- \
         -t tag_bw -m cuda,cuda -s 4194304 -n 50
 done
+
+if (cd "$work" &&
+    "$(dirname "$0")/../../contrib/ucx-gtest.sh" --cuda "$cuda_dir" \
+        "$ucx_src" "$prefix/bin/ucx_info" "$prefix/lib" none \
+        "$build/test/ucx-cuda-gtest"); then
+    echo "PASS: UCX's googletest families of its CUDA transports"
+else
+    echo "FAIL: UCX's googletest families of its CUDA transports"
+    failed=1
+fi
 exit $failed

@@ -36,6 +36,8 @@
     _fn(cuEventRecord, "cuEventRecord") \
     _fn(cuEventQuery, "cuEventQuery") \
     _fn(cuMemAlloc, "cuMemAlloc_v2") \
+    _fn(cuMemAllocManaged, "cuMemAllocManaged") \
+    _fn(cuMemAllocPitch, "cuMemAllocPitch_v2") \
     _fn(cuMemFree, "cuMemFree_v2") \
     _fn(cuMemcpyAsync, "cuMemcpyAsync") \
     _fn(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2") \

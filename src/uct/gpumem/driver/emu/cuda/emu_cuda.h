@@ -32,6 +32,9 @@ BEGIN_C_DECLS
 #define GPUMEM_EMU_CUDA_GRANULARITY (2ul << 20)
 #define GPUMEM_EMU_CUDA_SMALL_PAGE  (4ul << 10)
 
+/* What cuMemAllocPitch rounds a row up to */
+#define GPUMEM_EMU_CUDA_PITCH_ALIGN 512
+
 /* Contexts one thread may have pushed over each other */
 #define GPUMEM_EMU_CUDA_CTX_DEPTH   64
 
@@ -81,7 +84,8 @@ typedef enum {
     GPUMEM_EMU_CUDA_RANGE_IPC,     /* cuIpcOpenMemHandle */
     GPUMEM_EMU_CUDA_RANGE_VMM,     /* cuMemMap of a cuMemCreate handle */
     GPUMEM_EMU_CUDA_RANGE_HOST,    /* cuMemHostAlloc */
-    GPUMEM_EMU_CUDA_RANGE_PINNED   /* cuMemHostRegister */
+    GPUMEM_EMU_CUDA_RANGE_PINNED,  /* cuMemHostRegister */
+    GPUMEM_EMU_CUDA_RANGE_MANAGED  /* cuMemAllocManaged */
 } gpumem_emu_cuda_range_kind_t;
 
 
@@ -209,6 +213,10 @@ CUresult gpumem_emu_cuda_va_reserve(int device, size_t size, size_t align,
 CUresult gpumem_emu_cuda_handle_file(gpumem_driver_mem_t *mem, int *fd_p);
 CUresult gpumem_emu_cuda_handle_open(int fd, gpumem_driver_mem_t **mem_p);
 CUresult gpumem_emu_cuda_fd_take(int pid, int fd, int *fd_p);
+
+/* emu_cuda_managed.c: frees managed memory, after the work that may use
+ * it */
+void gpumem_emu_cuda_managed_release(gpumem_emu_cuda_range_t *range);
 
 /* emu_cuda_stream.c: the streams of a context and their work */
 CUresult gpumem_emu_cuda_stream_new(CUcontext ctx, unsigned flags,

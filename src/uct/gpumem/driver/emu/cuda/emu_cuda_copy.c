@@ -26,8 +26,9 @@ typedef struct gpumem_emu_cuda_side {
 
 
 /* What @a size bytes at @a addr are: device memory inside one range, or
- * host memory; an address in the GPUs' space that no allocation holds is
- * refused, as NVIDIA's driver refuses it */
+ * host memory (managed memory too, which is the CPU's until a GPU touches
+ * it); an address in the GPUs' space that no allocation holds is refused,
+ * as NVIDIA's driver refuses it */
 static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size,
                                      gpumem_emu_cuda_side_t *side)
 {
@@ -36,7 +37,8 @@ static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size,
 
     side->dev = 0;
     if ((range != NULL) && (range->kind != GPUMEM_EMU_CUDA_RANGE_HOST) &&
-        (range->kind != GPUMEM_EMU_CUDA_RANGE_PINNED)) {
+        (range->kind != GPUMEM_EMU_CUDA_RANGE_PINNED) &&
+        (range->kind != GPUMEM_EMU_CUDA_RANGE_MANAGED)) {
         if ((size > range->size) || ((addr - range->base) >
                                      (range->size - size))) {
             return CUDA_ERROR_INVALID_VALUE;

@@ -13,6 +13,7 @@
 #endif
 
 #include "emu_cuda.h"
+#include "emu_cuda_hook.h"
 
 
 #define GPUMEM_EMU_CUDA_HOSTALLOC_FLAGS (CU_MEMHOSTALLOC_PORTABLE | \
@@ -88,7 +89,7 @@ CUresult CUDAAPI cuMemAllocHost(void **pp, size_t bytesize)
     return gpumem_emu_cuda_host_alloc(pp, bytesize, 0);
 }
 
-CUresult CUDAAPI cuMemFreeHost(void *p)
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult gpumem_emu_cuda_mem_free_host(void *p)
 {
     gpumem_emu_cuda_range_t *range;
     CUresult res = gpumem_emu_cuda_enter();
@@ -108,6 +109,8 @@ CUresult CUDAAPI cuMemFreeHost(void *p)
     gpumem_emu_cuda_range_free(range);
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemFreeHost, cuMemFreeHost,
+                             gpumem_emu_cuda_mem_free_host)
 
 CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize,
                                    unsigned int Flags)

@@ -10,13 +10,15 @@
 #endif
 
 #include "emu_cuda.h"
+#include "emu_cuda_hook.h"
 
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/math.h>
 #include <string.h>
 
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
     const gpumem_driver_ops_t *ops;
     gpumem_emu_cuda_range_t *range;
@@ -78,8 +80,43 @@ err_free:
     ops->mem_free(mem);
     return gpumem_emu_cuda_return(res);
 }
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemAlloc, cuMemAlloc_v2,
+                             gpumem_emu_cuda_mem_alloc)
 
-CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
+/* Rows of @a width bytes, each a multiple of the pitch alignment, as the
+ * runtime's cudaMallocPitch lays them out */
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch,
+                                size_t WidthInBytes, size_t Height,
+                                unsigned int ElementSizeBytes)
+{
+    size_t row;
+    CUresult res;
+
+    res = gpumem_emu_cuda_enter();
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if ((dptr == NULL) || (pPitch == NULL) || (WidthInBytes == 0) ||
+        (Height == 0) || ((ElementSizeBytes != 4) && (ElementSizeBytes != 8) &&
+                          (ElementSizeBytes != 16))) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    row = ucs_align_up_pow2(WidthInBytes, GPUMEM_EMU_CUDA_PITCH_ALIGN);
+    if ((row < WidthInBytes) || (row > SIZE_MAX / Height)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    res = cuMemAlloc(dptr, row * Height);
+    if (res == CUDA_SUCCESS) {
+        *pPitch = row;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemAllocPitch, cuMemAllocPitch_v2,
+                             gpumem_emu_cuda_mem_alloc_pitch)
+
+/* Of cuMemAlloc, cuMemAllocPitch and cuMemAllocManaged alike */
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult gpumem_emu_cuda_mem_free(CUdeviceptr dptr)
 {
     gpumem_emu_cuda_range_t *range;
     CUresult res = gpumem_emu_cuda_enter();
@@ -88,14 +125,22 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
         return res;
     }
     range = gpumem_emu_cuda_range_find(dptr);
-    if ((range == NULL) || (range->kind != GPUMEM_EMU_CUDA_RANGE_ALLOC) ||
-        (range->base != dptr)) {
+    if ((range == NULL) || (range->base != dptr)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
-    gpumem_emu_cuda_range_release(range);
+    if (range->kind == GPUMEM_EMU_CUDA_RANGE_ALLOC) {
+        gpumem_emu_cuda_range_release(range);
+    } else if (range->kind == GPUMEM_EMU_CUDA_RANGE_MANAGED) {
+        gpumem_emu_cuda_managed_release(range);
+    } else {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemFree, cuMemFree_v2, gpumem_emu_cuda_mem_free)
 
+/* Device memory to the driver: managed memory too, which the CPU reaches
+ * as well */
 static int gpumem_emu_cuda_range_is_device(const gpumem_emu_cuda_range_t *range)
 {
     return (range->kind != GPUMEM_EMU_CUDA_RANGE_HOST) &&
@@ -156,7 +201,9 @@ static CUresult gpumem_emu_cuda_attr(const gpumem_emu_cuda_range_t *range,
                                      CUpointer_attribute attr, uint64_t ptr,
                                      void *data)
 {
-    int device = (range != NULL) && gpumem_emu_cuda_range_is_device(range);
+    int device  = (range != NULL) && gpumem_emu_cuda_range_is_device(range);
+    int managed = (range != NULL) &&
+                  (range->kind == GPUMEM_EMU_CUDA_RANGE_MANAGED);
 
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
@@ -183,10 +230,12 @@ static CUresult gpumem_emu_cuda_attr(const gpumem_emu_cuda_range_t *range,
         *(CUdeviceptr*)data = (range == NULL) ? 0 : ptr;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *(void**)data = ((range == NULL) || device) ? NULL :
+        *(void**)data = ((range == NULL) || (device && !managed)) ? NULL :
                         (void*)(uintptr_t)ptr;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(int*)data = managed;
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
         *(int*)data = 0;
         return CUDA_SUCCESS;
@@ -262,8 +311,9 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data,
                                                        data));
 }
 
-/* Of the attributes a caller may set, SYNC_MEMOPS on device memory: the
- * emu's copies are synchronous with the memory operations already */
+/* Of the attributes a caller may set, SYNC_MEMOPS on device and managed
+ * memory: the emu's copies are synchronous with the memory operations
+ * already */
 CUresult CUDAAPI cuPointerSetAttribute(const void *value,
                                        CUpointer_attribute attribute,
                                        CUdeviceptr ptr)
@@ -282,7 +332,8 @@ CUresult CUDAAPI cuPointerSetAttribute(const void *value,
     }
     range = gpumem_emu_cuda_range_find(ptr);
     if ((range == NULL) || ((range->kind != GPUMEM_EMU_CUDA_RANGE_ALLOC) &&
-                            (range->kind != GPUMEM_EMU_CUDA_RANGE_IPC))) {
+                            (range->kind != GPUMEM_EMU_CUDA_RANGE_IPC) &&
+                            (range->kind != GPUMEM_EMU_CUDA_RANGE_MANAGED))) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
     return gpumem_emu_cuda_return(CUDA_SUCCESS);

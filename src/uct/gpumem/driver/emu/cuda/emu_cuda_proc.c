@@ -30,7 +30,8 @@
     _e(cuEventRecord) _e(cuEventQuery) _e(cuEventSynchronize) \
     _e(cuMemcpy) _e(cuMemcpyAsync) _e(cuMemcpyHtoD) _e(cuMemcpyDtoH) \
     _e(cuMemcpyDtoD) _e(cuMemcpyDtoDAsync) _e(cuMemcpyHtoDAsync) _e(cuMemcpyDtoHAsync) \
-    _e(cuMemAlloc) _e(cuMemFree) _e(cuMemGetAddressRange) \
+    _e(cuMemAlloc) _e(cuMemAllocPitch) _e(cuMemAllocManaged) _e(cuMemFree) \
+    _e(cuMemGetAddressRange) \
     _e(cuMemGetInfo) _e(cuPointerGetAttribute) _e(cuPointerGetAttributes) _e(cuPointerSetAttribute) \
     _e(cuMemHostAlloc) _e(cuMemAllocHost) _e(cuMemFreeHost) \
     _e(cuMemHostRegister) _e(cuMemHostUnregister) \

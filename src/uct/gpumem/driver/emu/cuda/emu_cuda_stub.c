@@ -15,6 +15,7 @@
 #include "emu_cuda_stub.h"
 
 #include "emu_cuda.h"
+#include "emu_cuda_hook.h"
 
 #include <ucs/debug/log.h>
 
@@ -27,13 +28,16 @@ void gpumem_emu_cuda_not_supported(const char *name, int *logged)
     }
 }
 
-/* Under the symbol's name (emu_cuda_stub.h) */
+/* Under the symbol's name (emu_cuda_stub.h), which UCM may patch as it
+ * patches the allocation calls of NVIDIA's library, many of which are
+ * stubs here */
 #define GPUMEM_EMU_CUDA_STUB_DEFINE(_symbol) \
-    CUresult gpumem_emu_cuda_stub_##_symbol(void) \
+    GPUMEM_EMU_CUDA_HOOK_IMPL CUresult gpumem_emu_cuda_stub_impl_##_symbol(void) \
     { \
         static int logged; \
         gpumem_emu_cuda_not_supported(#_symbol, &logged); \
         return CUDA_ERROR_NOT_SUPPORTED; \
-    }
+    } \
+    GPUMEM_EMU_CUDA_HOOKABLE(_symbol, gpumem_emu_cuda_stub_impl_##_symbol)
 
 GPUMEM_EMU_CUDA_STUBS(GPUMEM_EMU_CUDA_STUB_DEFINE)

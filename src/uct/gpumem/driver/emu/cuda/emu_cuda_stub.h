@@ -30,8 +30,6 @@ BEGIN_C_DECLS
     _fn(cuLaunchHostFunc) \
     _fn(cuLaunchKernel) \
     _fn(cuMemAllocAsync) \
-    _fn(cuMemAllocManaged) \
-    _fn(cuMemAllocPitch_v2) \
     _fn(cuMemFreeAsync) \
     _fn(cuMemGetAllocationPropertiesFromHandle) \
     _fn(cuMemPoolCreate) \
@@ -50,6 +48,7 @@ BEGIN_C_DECLS
     _fn(cuStreamGetCtx)
 
 
+/* The exported symbol, an opening that UCM can patch (emu_cuda_hook.h) */
 #define GPUMEM_EMU_CUDA_STUB_DECLARE(_symbol) \
     CUresult gpumem_emu_cuda_stub_##_symbol(void) __asm__(#_symbol);
 

@@ -11,6 +11,7 @@
 #endif
 
 #include "emu_cuda.h"
+#include "emu_cuda_hook.h"
 
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -246,9 +247,10 @@ CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                          CUmemGenericAllocationHandle handle,
-                          unsigned long long flags)
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle,
+                        unsigned long long flags)
 {
     gpumem_emu_cuda_range_t *range;
     gpumem_emu_cuda_vmm_t *vmm;
@@ -283,10 +285,12 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     ++vmm->refs;
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemMap, cuMemMap, gpumem_emu_cuda_mem_map)
 
 /* Whole mappings only, as NVIDIA's driver unmaps; after the work that may
  * use them */
-CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult gpumem_emu_cuda_mem_unmap(CUdeviceptr ptr,
+                                                             size_t size)
 {
     gpumem_emu_cuda_range_t *range, *tmp;
     int found = 0;
@@ -325,6 +329,7 @@ CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     }
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemUnmap, cuMemUnmap, gpumem_emu_cuda_mem_unmap)
 
 CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
                                 const CUmemAccessDesc *desc, size_t count)

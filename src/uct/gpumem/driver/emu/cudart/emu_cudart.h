@@ -27,9 +27,6 @@ cudaError_t gpumem_emu_cudart_error(CUresult res);
  * no context: what every call that works on a device does first */
 cudaError_t gpumem_emu_cudart_enter(void);
 
-/* Logs once that @a name is not emulated; cudaErrorNotSupported */
-cudaError_t gpumem_emu_cudart_not_supported(const char *name, int *logged);
-
 
 /* A runtime call that works on a device begins with its context: returns
  * from the calling function where there is none */

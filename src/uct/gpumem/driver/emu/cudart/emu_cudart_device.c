@@ -12,7 +12,6 @@
 #include "emu_cudart.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 
@@ -40,16 +39,6 @@ cudaError_t gpumem_emu_cudart_error(CUresult res)
         gpumem_emu_cudart_last = (cudaError_t)res;
     }
     return (cudaError_t)res;
-}
-
-cudaError_t gpumem_emu_cudart_not_supported(const char *name, int *logged)
-{
-    if (!__atomic_exchange_n(logged, 1, __ATOMIC_RELAXED)) {
-        fprintf(stderr, "gpumem emulated CUDA runtime: %s is not emulated: "
-                "it returns cudaErrorNotSupported\n", name);
-    }
-    gpumem_emu_cudart_last = cudaErrorNotSupported;
-    return cudaErrorNotSupported;
 }
 
 /* The primary context of @a device, retained once for the process (the

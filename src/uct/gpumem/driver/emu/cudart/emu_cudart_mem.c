@@ -16,9 +16,6 @@
 #include <string.h>
 
 
-/* The pitch cudaMallocPitch rounds a row up to */
-#define GPUMEM_EMU_CUDART_PITCH_ALIGN  512
-
 /* Bytes cudaMemset writes from the host at a time */
 #define GPUMEM_EMU_CUDART_SET_CHUNK    (256ul << 10)
 
@@ -43,32 +40,51 @@ cudaError_t CUDARTAPI cudaMalloc(void **dev_ptr, size_t size)
     return gpumem_emu_cudart_error(res);
 }
 
+/* The driver's pitched allocation, as NVIDIA's runtime makes it (UCM's
+ * hooks see the driver's call with the width and the height): rows of
+ * any width, the widest elements the driver takes */
 cudaError_t CUDARTAPI cudaMallocPitch(void **dev_ptr, size_t *pitch,
                                       size_t width, size_t height)
 {
-    size_t row;
+    CUdeviceptr ptr;
+    CUresult res;
 
     if ((dev_ptr == NULL) || (pitch == NULL)) {
         return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
     }
-    row = (width + GPUMEM_EMU_CUDART_PITCH_ALIGN - 1) &
-          ~(size_t)(GPUMEM_EMU_CUDART_PITCH_ALIGN - 1);
-    if ((height != 0) && (row > SIZE_MAX / height)) {
-        return gpumem_emu_cudart_error(CUDA_ERROR_OUT_OF_MEMORY);
+    GPUMEM_EMU_CUDART_ENTER();
+    if ((width == 0) || (height == 0)) {
+        *dev_ptr = NULL;
+        *pitch   = 0;
+        return cudaSuccess;
     }
-    *pitch = row;
-    return cudaMalloc(dev_ptr, row * height);
+    res = cuMemAllocPitch(&ptr, pitch, width, height, 16);
+    if (res == CUDA_SUCCESS) {
+        *dev_ptr = (void*)(uintptr_t)ptr;
+    }
+    return gpumem_emu_cudart_error(res);
 }
 
+/* cudaMemAttachGlobal and cudaMemAttachHost are the driver's flags */
 cudaError_t CUDARTAPI cudaMallocManaged(void **dev_ptr, size_t size,
                                         unsigned flags)
 {
-    static int logged;
+    CUdeviceptr ptr;
+    CUresult res;
 
-    (void)dev_ptr;
-    (void)size;
-    (void)flags;
-    return gpumem_emu_cudart_not_supported("cudaMallocManaged", &logged);
+    if (dev_ptr == NULL) {
+        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
+    }
+    GPUMEM_EMU_CUDART_ENTER();
+    if (size == 0) {
+        *dev_ptr = NULL;
+        return cudaSuccess;
+    }
+    res = cuMemAllocManaged(&ptr, size, flags);
+    if (res == CUDA_SUCCESS) {
+        *dev_ptr = (void*)(uintptr_t)ptr;
+    }
+    return gpumem_emu_cudart_error(res);
 }
 
 cudaError_t CUDARTAPI cudaFree(void *dev_ptr)
@@ -190,19 +206,21 @@ cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
     CUpointer_attribute names[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                    CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
-                                   CU_POINTER_ATTRIBUTE_HOST_POINTER};
+                                   CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                   CU_POINTER_ATTRIBUTE_IS_MANAGED};
     CUmemorytype type = (CUmemorytype)0;
     int ordinal       = -2;
     CUdeviceptr dev   = 0;
     void *host        = NULL;
-    void *values[]    = {&type, &ordinal, &dev, &host};
+    int managed       = 0;
+    void *values[]    = {&type, &ordinal, &dev, &host, &managed};
     CUresult res;
 
     if (attr == NULL) {
         return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
     }
     GPUMEM_EMU_CUDART_ENTER();
-    res = cuPointerGetAttributes(4, names, values,
+    res = cuPointerGetAttributes(5, names, values,
                                  (CUdeviceptr)(uintptr_t)ptr);
     if (res != CUDA_SUCCESS) {
         return gpumem_emu_cudart_error(res);
@@ -213,7 +231,7 @@ cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
     memset(attr, 0, sizeof(*attr));
     switch (type) {
     case CU_MEMORYTYPE_DEVICE:
-        attr->type = cudaMemoryTypeDevice;
+        attr->type = managed ? cudaMemoryTypeManaged : cudaMemoryTypeDevice;
         break;
     case CU_MEMORYTYPE_HOST:
         attr->type = cudaMemoryTypeHost;

@@ -1,0 +1,74 @@
+/**
+ * gpumem emulated CUDA: managed memory (cuMemAllocManaged).
+ *
+ * Managed memory is at one address for the CPU and every GPU. Here it is
+ * system memory the GPUs reach (the emu's sys_alloc, as cuMemHostAlloc's),
+ * which the driver tells of as NVIDIA's does: device memory of the
+ * allocating context's device (CU_MEMORYTYPE_DEVICE), managed
+ * (CU_POINTER_ATTRIBUTE_IS_MANAGED), with a host pointer; cuMemFree frees
+ * it, no IPC handle is given for it. Its pages stay where the CPU has
+ * them: no migration is emulated.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "emu_cuda.h"
+#include "emu_cuda_hook.h"
+
+
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize,
+                                  unsigned int flags)
+{
+    const gpumem_driver_ops_t *ops;
+    gpumem_emu_cuda_range_t *range;
+    ucs_status_t status;
+    CUcontext ctx;
+    void *addr;
+    CUresult res;
+
+    res = gpumem_emu_cuda_enter();
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if ((dptr == NULL) || (bytesize == 0) ||
+        ((flags != CU_MEM_ATTACH_GLOBAL) && (flags != CU_MEM_ATTACH_HOST))) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    res = gpumem_emu_cuda_ctx_get(&ctx);
+    if (res != CUDA_SUCCESS) {
+        return gpumem_emu_cuda_return(res);
+    }
+
+    ops    = gpumem_emu_cuda.emu->ops;
+    status = ops->sys_alloc(gpumem_emu_cuda_gpu(ctx->device), bytesize,
+                            &addr);
+    if (status != UCS_OK) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+
+    range = gpumem_emu_cuda_range_new(GPUMEM_EMU_CUDA_RANGE_MANAGED,
+                                      (uintptr_t)addr, bytesize, ctx->device);
+    if (range == NULL) {
+        ops->sys_free(gpumem_emu_cuda_gpu(ctx->device), addr, bytesize);
+        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    *dptr = (uintptr_t)addr;
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemAllocManaged, cuMemAllocManaged,
+                             gpumem_emu_cuda_mem_alloc_managed)
+
+void gpumem_emu_cuda_managed_release(gpumem_emu_cuda_range_t *range)
+{
+    gpumem_driver_gpu_t *gpu = gpumem_emu_cuda_gpu(range->device);
+
+    gpumem_emu_cuda_ctx_drain(&gpumem_emu_cuda.primary[range->device]);
+    gpumem_emu_cuda.emu->ops->sys_free(gpu, (void*)(uintptr_t)range->base,
+                                       range->size);
+    gpumem_emu_cuda_range_free(range);
+}
