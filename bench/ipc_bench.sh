@@ -30,14 +30,7 @@ export UCX_GPUMEM_EMU_SHM_DIR=$shm UCX_GPUMEM_EMU_VRAM_SIZE=256m
 preload=$build/src/tools/gpumem-preload
 make -s -C "$build" bench/memcpy_bench >/dev/null
 
-# best VALUES...: the largest (max) or smallest (min) of the figures
-best() {
-    local how=$1
-    shift
-    printf "%s\n" "$@" | awk -v how="$how" '
-        NF && (n == 0 || (how == "max" ? $1 > b : $1 < b)) { b = $1; n = 1 }
-        END { if (n) print b; else print "nan" }'
-}
+. "$(dirname "$0")/figures.sh"
 
 # perftest COLUMN ARGS...: one figure of ucx_perftest's Final line (7: MB/s
 # overall, 3: typical latency in us) of a server and a client of this
@@ -74,7 +67,6 @@ mpi() {
     best max "${figures[@]}"
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # verdict RATIO OP GOAL: "met", or "missed by X%" of the goal
 verdict() {

@@ -41,6 +41,9 @@ for f in "$src/configure.ac" "$cuda/include/cuda.h" \
     [ -e "$f" ] || { log "missing $f"; exit 1; }
 done
 
+# GPU-initiated verbs (UCX 1.21 and later) need NVIDIA's DOCA headers
+[ ! -d "$src/src/uct/ib/mlx5/gdaki" ] || FLAGS+=(--without-gda)
+
 version=$(sed -n 's/^define(\[ucx_ver_\(major\|minor\|patch\)\], *\([0-9]*\)).*/\2/p' \
               "$src/configure.ac" | paste -s -d.)
 key=$( (cd "$src" && find . -path ./.git -prune -o -type f -print0 |

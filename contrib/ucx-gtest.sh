@@ -5,7 +5,8 @@
 # them against that UCX's libraries, runs gpumem's instantiations with the
 # plugin loaded, and prints the counts. Fails if any test fails.
 #
-#   contrib/ucx-gtest.sh [--build-only | --run PATTERN] [--cuda CUDA_DIR] \
+#   contrib/ucx-gtest.sh [--build-only | --run PATTERN]
+#       [--cuda CUDA_DIR [--nvml-lib NVML_LIBDIR]]
 #       UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]
 #
 # --build-only builds WORK_DIR/gtest and runs nothing; --run runs the tests
@@ -17,9 +18,11 @@
 # --cuda runs UCX's own CUDA families instead, in a UCX built with CUDA
 # (contrib/ucx-cuda.sh) on the emulated CUDA of the caller's environment
 # (test/emu-cuda/machine.sh): the same families, whose instantiations for
-# cuda_copy, cuda_ipc and their memory domains come along, and UCM's cuda
-# hooks, built against CUDA_DIR's headers and runtime and run with no
-# plugin loaded (PLUGIN is "none").
+# cuda_copy, cuda_ipc and their memory domains come along, UCM's cuda hooks
+# and the CUDA transports' own tests where the tree has them (UCX 1.19 and
+# later), built against CUDA_DIR's headers and runtime, that UCX's
+# libuct_cuda and NVML_LIBDIR's libnvidia-ml, and run with no plugin
+# loaded (PLUGIN is "none").
 #
 # UCX_INFO and UCX_LIBDIR are that UCX's ucx_info and libraries (as
 # configure found them: `make check-ucx-gtest` passes them), PLUGIN the
@@ -39,11 +42,13 @@ usage() {
 mode=all
 pattern="gpumem*"
 cuda=
+nvml_lib=
 while [ $# -gt 0 ]; do
     case $1 in
     --build-only) mode=build; shift ;;
     --run)        mode=run; pattern=${2:?}; shift 2 ;;
-    --cuda)       cuda=${2:?}; [ "$mode" = run ] || pattern="cuda*"; shift 2 ;;
+    --cuda)       cuda=${2:?}; [ "$mode" = run ] || pattern="*cuda*"; shift 2 ;;
+    --nvml-lib)   nvml_lib=${2:?}; shift 2 ;;
     *)            break ;;
     esac
 done
@@ -87,8 +92,11 @@ build() {
     cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
               -I$work -I$src/src -I$src/test -I$src/test/gtest
               -Wno-deprecated-declarations ${includedir:+-isystem $includedir}
-              ${cuda:+-isystem $cuda/include
-                      -include $top/test/ucx-gtest/cuda_compat.h}"
+              ${cuda:+-isystem $cuda/include}"
+    # UCX's tests of before CUDA 13 call cuCtxCreate by its old prototype
+    if [ -n "$cuda" ] && ! grep -rqs CUctxCreateParams "$src/test/gtest"; then
+        cxxflags+=" -include $top/test/ucx-gtest/cuda_compat.h"
+    fi
     # The key: the UCX (its revision too: master's version stays), its
     # configuration, its headers and tests, the compiler and this recipe
     # (but for the list of tests left out, which changes no object)
@@ -116,13 +124,20 @@ build() {
                common/main.cc common/test.cc common/test_helpers.cc
                common/mem_buffer.cc common/test_watchdog.cc
                uct/uct_test.cc uct/uct_p2p_test.cc"
-    # UCM's hooks of the CUDA allocation calls, with their own tests
-    [ -z "$cuda" ] || framework+=" ucm/cuda_hooks.cc"
-    # The toolkit's runtime and driver (its stub) at link time, as UCX's own
-    # gtest links them; at run time the emulated ones come first
+    # UCM's hooks of the CUDA allocation calls, and the CUDA transports'
+    # own tests (but those of kernels on the GPU, which the emulated GPU
+    # does not run), with what they link: the toolkit's runtime and driver
+    # (its stub), as UCX's own gtest links them (at run time the emulated
+    # ones come first), NVML and that UCX's cuda module
     cuda_libs=()
-    [ -z "$cuda" ] ||
-        cuda_libs=(-L"$cuda/lib64" -L"$cuda/lib64/stubs" -lcudart -lcuda)
+    if [ -n "$cuda" ]; then
+        framework+=" ucm/cuda_hooks.cc uct/cuda/test_cuda_ctx_cleanup.cc
+                     uct/cuda/test_switch_cuda_device.cc
+                     uct/cuda/test_cuda_ipc_md.cc uct/cuda/test_cuda_nvml.cc"
+        cuda_libs=(-L"$cuda/lib64" -L"$cuda/lib64/stubs" -lcudart -lcuda
+                   -L"$libdir/ucx" -Wl,-rpath,"$libdir/ucx" -luct_cuda)
+        [ -z "$nvml_lib" ] || cuda_libs+=(-L"$nvml_lib" -lnvidia-ml)
+    fi
     # The families of gpumem_families.cc
     family_names=$(sed -n 's/^#.*defined(GPUMEM_UCX_FAMILY_\([A-Z0-9_]*\)).*/\1/p' \
                    "$families")

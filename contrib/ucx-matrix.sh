@@ -8,8 +8,10 @@
 # (contrib/ucx-build.sh, keyed by its commit), gpumem is built against it
 # with -Werror from a copy of this checkout (uncommitted changes included),
 # then "make check", UCX's own googletest families ("make
-# check-ucx-gtest"), the demo, native loading through UCX_PLUGIN_PATH (where
-# UCX has it) and, twice, the device/host ratios of bench/transfer_bench.sh.
+# check-ucx-gtest"), UCX's own CUDA transports built from the same tree on
+# the emulated CUDA ("make check-ucx-cuda"), the demo, native loading
+# through UCX_PLUGIN_PATH (where UCX has it) and, twice, the device/host
+# ratios of bench/transfer_bench.sh.
 # Last, the plugin of each version is loaded into the next version's UCX,
 # which its guard must refuse. Logs are under $GPUMEM_MATRIX_DIR
 # (default $GPUMEM_CACHE_DIR/matrix). Exits non-zero if any version fails.
@@ -55,6 +57,12 @@ copy_sources() {
 # The counts line of a "make check-ucx-gtest" log
 ucx_gtest_counts() {
     sed -n 's/^ucx-gtest: UCX [^:]*: \(.*\) (log: .*/\1/p' "$1" | tail -n 1
+}
+
+# The checks and UCX's googletest counts of a "make check-ucx-cuda" log
+ucx_cuda_counts() {
+    echo "$(grep -c '^PASS: ' "$1") checks passed, $(grep -c '^FAIL: ' "$1")" \
+         "failed; gtest $(ucx_gtest_counts "$1")"
 }
 
 # gtest's counts and the scripts' PASS/FAIL lines of a "make check" log
@@ -145,6 +153,14 @@ run_version() {
         result+="; UCX gtest ok ($(ucx_gtest_counts "$build/ucx-gtest.log"))"
     else
         result+="; UCX gtest FAILED ($(ucx_gtest_counts "$build/ucx-gtest.log"))"
+    fi
+
+    # UCX's own CUDA transports on the emulated CUDA: this UCX built with
+    # CUDA (contrib/ucx-cuda.sh, cached), its perftests and googletest
+    if make -C "$gpumem" check-ucx-cuda >"$build/ucx-cuda.log" 2>&1; then
+        result+="; UCX cuda ok ($(ucx_cuda_counts "$build/ucx-cuda.log"))"
+    else
+        result+="; UCX cuda FAILED ($(ucx_cuda_counts "$build/ucx-cuda.log"))"
     fi
 
     if (cd "$gpumem" && shm=$(mktemp -d) &&

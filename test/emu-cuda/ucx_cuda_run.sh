@@ -81,7 +81,7 @@ done
 
 if (cd "$work" &&
     "$(dirname "$0")/../../contrib/ucx-gtest.sh" --cuda "$cuda_dir" \
-        "$ucx_src" "$prefix/bin/ucx_info" "$prefix/lib" none \
+        --nvml-lib "$build/src/uct/gpumem/driver/emu/nvml/.libs" "$ucx_src" "$prefix/bin/ucx_info" "$prefix/lib" none \
         "$build/test/ucx-cuda-gtest"); then
     echo "PASS: UCX's googletest families of its CUDA transports"
 else
