@@ -41,8 +41,12 @@ for f in "$src/configure.ac" "$cuda/include/cuda.h" \
     [ -e "$f" ] || { log "missing $f"; exit 1; }
 done
 
-# GPU-initiated verbs (UCX 1.21 and later) need NVIDIA's DOCA headers
+# GPU-initiated verbs (UCX 1.21 and later) need NVIDIA's DOCA headers, and
+# the device code of later UCX (kernels, built by nvcc where configure finds
+# it) includes them too: neither is built, the emulated GPU runs no kernel
 [ ! -d "$src/src/uct/ib/mlx5/gdaki" ] || FLAGS+=(--without-gda)
+! grep -qs "AC_PATH_PROG(\[NVCC\]" "$src/config/m4/cuda.m4" ||
+    FLAGS+=(NVCC=/bin/false)
 
 version=$(sed -n 's/^define(\[ucx_ver_\(major\|minor\|patch\)\], *\([0-9]*\)).*/\2/p' \
               "$src/configure.ac" | paste -s -d.)

@@ -196,6 +196,11 @@ gpumem_emu_cuda_range_t *gpumem_emu_cuda_range_find(uint64_t addr);
 gpumem_emu_cuda_range_t *gpumem_emu_cuda_range_new(
         gpumem_emu_cuda_range_kind_t kind, uint64_t base, size_t size,
         int device);
+/* System memory the GPUs reach (the emu's sys_alloc by GPU @a gpu), at a
+ * range of @a kind of @a device */
+CUresult gpumem_emu_cuda_sys_range_new(gpumem_emu_cuda_range_kind_t kind,
+                                       int gpu, int device, size_t size,
+                                       void **addr_p);
 void gpumem_emu_cuda_range_free(gpumem_emu_cuda_range_t *range);
 /* Maps @a size bytes of @a mem at @a offset, at @a va, on its GPU and on
  * every other GPU that reaches it */

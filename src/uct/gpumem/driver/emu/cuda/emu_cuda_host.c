@@ -42,9 +42,6 @@ static int gpumem_emu_cuda_host_overlaps(uint64_t addr, size_t size)
 static CUresult gpumem_emu_cuda_host_alloc(void **pp, size_t bytesize,
                                            unsigned flags)
 {
-    const gpumem_driver_ops_t *ops;
-    gpumem_emu_cuda_range_t *range;
-    ucs_status_t status;
     CUcontext ctx;
     void *addr;
     CUresult res;
@@ -62,20 +59,12 @@ static CUresult gpumem_emu_cuda_host_alloc(void **pp, size_t bytesize,
         return gpumem_emu_cuda_return(res);
     }
 
-    ops    = gpumem_emu_cuda.emu->ops;
-    status = ops->sys_alloc(gpumem_emu_cuda_gpu(0), bytesize, &addr);
-    if (status != UCS_OK) {
-        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    res = gpumem_emu_cuda_sys_range_new(GPUMEM_EMU_CUDA_RANGE_HOST, 0,
+                                        ctx->device, bytesize, &addr);
+    if (res == CUDA_SUCCESS) {
+        *pp = addr;
     }
-
-    range = gpumem_emu_cuda_range_new(GPUMEM_EMU_CUDA_RANGE_HOST,
-                                      (uintptr_t)addr, bytesize, ctx->device);
-    if (range == NULL) {
-        ops->sys_free(gpumem_emu_cuda_gpu(0), addr, bytesize);
-        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    *pp = addr;
-    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+    return gpumem_emu_cuda_return(res);
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,

@@ -24,9 +24,6 @@ GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
 gpumem_emu_cuda_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize,
                                   unsigned int flags)
 {
-    const gpumem_driver_ops_t *ops;
-    gpumem_emu_cuda_range_t *range;
-    ucs_status_t status;
     CUcontext ctx;
     void *addr;
     CUresult res;
@@ -44,21 +41,13 @@ gpumem_emu_cuda_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize,
         return gpumem_emu_cuda_return(res);
     }
 
-    ops    = gpumem_emu_cuda.emu->ops;
-    status = ops->sys_alloc(gpumem_emu_cuda_gpu(ctx->device), bytesize,
-                            &addr);
-    if (status != UCS_OK) {
-        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    res = gpumem_emu_cuda_sys_range_new(GPUMEM_EMU_CUDA_RANGE_MANAGED,
+                                        ctx->device, ctx->device, bytesize,
+                                        &addr);
+    if (res == CUDA_SUCCESS) {
+        *dptr = (uintptr_t)addr;
     }
-
-    range = gpumem_emu_cuda_range_new(GPUMEM_EMU_CUDA_RANGE_MANAGED,
-                                      (uintptr_t)addr, bytesize, ctx->device);
-    if (range == NULL) {
-        ops->sys_free(gpumem_emu_cuda_gpu(ctx->device), addr, bytesize);
-        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    *dptr = (uintptr_t)addr;
-    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+    return gpumem_emu_cuda_return(res);
 }
 GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemAllocManaged, cuMemAllocManaged,
                              gpumem_emu_cuda_mem_alloc_managed)

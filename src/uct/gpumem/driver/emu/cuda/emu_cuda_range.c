@@ -50,6 +50,27 @@ gpumem_emu_cuda_range_t *gpumem_emu_cuda_range_new(
     return range;
 }
 
+CUresult gpumem_emu_cuda_sys_range_new(gpumem_emu_cuda_range_kind_t kind,
+                                       int gpu, int device, size_t size,
+                                       void **addr_p)
+{
+    const gpumem_driver_ops_t *ops = gpumem_emu_cuda.emu->ops;
+    ucs_status_t status;
+    void *addr;
+
+    status = ops->sys_alloc(gpumem_emu_cuda_gpu(gpu), size, &addr);
+    if (status != UCS_OK) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (gpumem_emu_cuda_range_new(kind, (uintptr_t)addr, size, device) ==
+        NULL) {
+        ops->sys_free(gpumem_emu_cuda_gpu(gpu), addr, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *addr_p = addr;
+    return CUDA_SUCCESS;
+}
+
 void gpumem_emu_cuda_range_free(gpumem_emu_cuda_range_t *range)
 {
     if (range->ipc_fd >= 0) {

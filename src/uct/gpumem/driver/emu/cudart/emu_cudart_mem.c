@@ -20,7 +20,11 @@
 #define GPUMEM_EMU_CUDART_SET_CHUNK    (256ul << 10)
 
 
-cudaError_t CUDARTAPI cudaMalloc(void **dev_ptr, size_t size)
+/* Device memory, or managed memory (its flags, cudaMemAttachGlobal and
+ * cudaMemAttachHost, are the driver's); none for 0 bytes, as the runtime
+ * gives */
+static cudaError_t gpumem_emu_cudart_malloc(void **dev_ptr, size_t size,
+                                            int managed, unsigned flags)
 {
     CUdeviceptr ptr;
     CUresult res;
@@ -33,11 +37,17 @@ cudaError_t CUDARTAPI cudaMalloc(void **dev_ptr, size_t size)
         *dev_ptr = NULL;
         return cudaSuccess;
     }
-    res = cuMemAlloc(&ptr, size);
+    res = managed ? cuMemAllocManaged(&ptr, size, flags) :
+                    cuMemAlloc(&ptr, size);
     if (res == CUDA_SUCCESS) {
         *dev_ptr = (void*)(uintptr_t)ptr;
     }
     return gpumem_emu_cudart_error(res);
+}
+
+cudaError_t CUDARTAPI cudaMalloc(void **dev_ptr, size_t size)
+{
+    return gpumem_emu_cudart_malloc(dev_ptr, size, 0, 0);
 }
 
 /* The driver's pitched allocation, as NVIDIA's runtime makes it (UCM's
@@ -65,26 +75,10 @@ cudaError_t CUDARTAPI cudaMallocPitch(void **dev_ptr, size_t *pitch,
     return gpumem_emu_cudart_error(res);
 }
 
-/* cudaMemAttachGlobal and cudaMemAttachHost are the driver's flags */
 cudaError_t CUDARTAPI cudaMallocManaged(void **dev_ptr, size_t size,
                                         unsigned flags)
 {
-    CUdeviceptr ptr;
-    CUresult res;
-
-    if (dev_ptr == NULL) {
-        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
-    }
-    GPUMEM_EMU_CUDART_ENTER();
-    if (size == 0) {
-        *dev_ptr = NULL;
-        return cudaSuccess;
-    }
-    res = cuMemAllocManaged(&ptr, size, flags);
-    if (res == CUDA_SUCCESS) {
-        *dev_ptr = (void*)(uintptr_t)ptr;
-    }
-    return gpumem_emu_cudart_error(res);
+    return gpumem_emu_cudart_malloc(dev_ptr, size, 1, flags);
 }
 
 cudaError_t CUDARTAPI cudaFree(void *dev_ptr)
