@@ -6,7 +6,7 @@
 # plugin loaded, and prints the counts. Fails if any test fails.
 #
 #   contrib/ucx-gtest.sh [--build-only | --run PATTERN]
-#       [--cuda CUDA_DIR [--nvml-lib NVML_LIBDIR]]
+#       [--cuda CUDA_DIR [--nvml NVML_DIR] [--nvml-lib NVML_LIBDIR]]
 #       UCX_SRC_DIR UCX_INFO UCX_LIBDIR PLUGIN [WORK_DIR]
 #
 # --build-only builds WORK_DIR/gtest and runs nothing; --run runs the tests
@@ -20,9 +20,9 @@
 # (test/emu-cuda/machine.sh): the same families, whose instantiations for
 # cuda_copy, cuda_ipc and their memory domains come along, UCM's cuda hooks
 # and the CUDA transports' own tests where the tree has them (UCX 1.19 and
-# later), built against CUDA_DIR's headers and runtime, that UCX's
-# libuct_cuda and NVML_LIBDIR's libnvidia-ml, and run with no plugin
-# loaded (PLUGIN is "none").
+# later), built against CUDA_DIR's headers and runtime, NVML_DIR's
+# include/nvml.h, that UCX's libuct_cuda and NVML_LIBDIR's libnvidia-ml,
+# and run with no plugin loaded (PLUGIN is "none").
 #
 # UCX_INFO and UCX_LIBDIR are that UCX's ucx_info and libraries (as
 # configure found them: `make check-ucx-gtest` passes them), PLUGIN the
@@ -42,12 +42,14 @@ usage() {
 mode=all
 pattern="gpumem*"
 cuda=
+nvml=
 nvml_lib=
 while [ $# -gt 0 ]; do
     case $1 in
     --build-only) mode=build; shift ;;
     --run)        mode=run; pattern=${2:?}; shift 2 ;;
     --cuda)       cuda=${2:?}; [ "$mode" = run ] || pattern="*cuda*"; shift 2 ;;
+    --nvml)       nvml=${2:?}; shift 2 ;;
     --nvml-lib)   nvml_lib=${2:?}; shift 2 ;;
     *)            break ;;
     esac
@@ -92,7 +94,7 @@ build() {
     cxxflags="-O1 -g -std=c++11 -DHAVE_CONFIG_H -DTOP_SRCDIR=\"$src\"
               -I$work -I$src/src -I$src/test -I$src/test/gtest
               -Wno-deprecated-declarations ${includedir:+-isystem $includedir}
-              ${cuda:+-isystem $cuda/include}"
+              ${cuda:+-isystem $cuda/include} ${nvml:+-isystem $nvml/include}"
     # UCX's tests of before CUDA 13 call cuCtxCreate by its old prototype
     if [ -n "$cuda" ] && ! grep -rqs CUctxCreateParams "$src/test/gtest"; then
         cxxflags+=" -include $top/test/ucx-gtest/cuda_compat.h"
@@ -108,7 +110,8 @@ build() {
                  -print0 | sort -z | xargs -0 cat;
             [ -z "$cuda" ] || cat "$cuda/include/cuda.h" \
                                   "$cuda/include/cuda_runtime_api.h" \
-                                  "$top/test/ucx-gtest/cuda_compat.h"; } |
+                                  "$top/test/ucx-gtest/cuda_compat.h";
+            [ -z "$nvml" ] || cat "$nvml/include/nvml.h"; } |
           sha256sum | cut -c1-12)
     cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}/ucx-gtest/$version-$key
     mkdir -p "$cache"
@@ -211,6 +214,10 @@ excluded=(
     # for cuda_ipc by name
     "gpumem_ipc/test_md.invalidate/*"
     "gpumem_ipc/test_md.rkey_compare/*"
+    # A reset of the primary context, which the emulated CUDA does not
+    # have (cuDevicePrimaryCtxReset: it would free every allocation and
+    # stream of the context under UCX's feet)
+    "test_cuda_ctx_cleanup.*_after_primary_ctx_reset"
     # From UCX 1.18 on, each of the 10000 operations moves the transport's
     # largest size (max_short UINT_MAX and max_zcopy SIZE_MAX, as
     # cuda_copy's): terabytes through the emulated engine, past any time

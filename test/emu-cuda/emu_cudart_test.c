@@ -157,7 +157,15 @@ static void test_managed_and_pitch(void)
     EXPECT_CUDA(cudaSuccess, cudaMallocPitch(&dev, &pitch, 100, 8));
     EXPECT(pitch == 512, "pitch %zu of rows of 100 bytes", pitch);
     EXPECT_CUDA(cudaSuccess, cudaMemset(dev, 7, pitch * 8));
+    memset(back, 0, pitch * 8);
+    EXPECT_CUDA(cudaSuccess, cudaMemcpy(back, dev, pitch * 8,
+                                        cudaMemcpyDefault));
+    EXPECT(back[0] == 7 && back[pitch * 8 - 1] == 7 &&
+           memchr(back, 0, pitch * 8) == NULL,
+           "cudaMemset of the pitched rows left other bytes");
     EXPECT_CUDA(cudaSuccess, cudaFree(dev));
+    EXPECT_CUDA(cudaErrorInvalidValue,
+                cudaMallocManaged((void**)&managed, 0, cudaMemAttachGlobal));
     free(back);
 }
 

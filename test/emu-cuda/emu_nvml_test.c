@@ -45,6 +45,8 @@ static void test_device(unsigned index, int links)
     nvmlFieldValue_t value;
     nvmlEnableState_t state;
     nvmlPciInfo_t pci, remote;
+    nvmlBAR1Memory_t bar1;
+    nvmlReturn_t ret;
     unsigned got, link;
     CUdevice cu_device;
 
@@ -54,6 +56,19 @@ static void test_device(unsigned index, int links)
     EXPECT_NVML(NVML_SUCCESS, nvmlDeviceGetPciInfo(device, &pci));
     EXPECT((pci.pciDeviceId & 0xffff) != 0, "no vendor in 0x%x",
            pci.pciDeviceId);
+
+    /* Where the machine gives its GPUs' BARs (the built-in one does), all
+     * free: no process of this test maps one */
+    ret = nvmlDeviceGetBAR1MemoryInfo(device, &bar1);
+    EXPECT((ret == NVML_SUCCESS) || (ret == NVML_ERROR_NOT_SUPPORTED),
+           "BAR1: %s", nvmlErrorString(ret));
+    EXPECT((ret != NVML_SUCCESS) ||
+           ((bar1.bar1Total > 0) && (bar1.bar1Free == bar1.bar1Total) &&
+            (bar1.bar1Used == 0)),
+           "BAR1 of GPU %u: %llu total, %llu free, %llu used", index,
+           bar1.bar1Total, bar1.bar1Free, bar1.bar1Used);
+    EXPECT((links != 0) || (ret == NVML_SUCCESS),
+           "no BAR1 on the built-in machine: %s", nvmlErrorString(ret));
 
     /* The same GPU as CUDA's device of that index */
     EXPECT(cuDeviceGet(&cu_device, (int)index) == CUDA_SUCCESS,

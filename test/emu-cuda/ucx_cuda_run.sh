@@ -10,12 +10,13 @@
 # hooks (contrib/ucx-gtest.sh --cuda), built from UCX_SRC_DIR against
 # CUDA_DIR. Where UCX's transports, written against real CUDA, misbehave
 # here, the emulation is what is wrong.
-#   ucx_cuda_run.sh BUILDDIR UCX_PREFIX UCX_SRC_DIR CUDA_DIR
+#   ucx_cuda_run.sh BUILDDIR UCX_PREFIX UCX_SRC_DIR CUDA_DIR NVML_DIR
 set -u
 build=$1
 prefix=$2
 ucx_src=$3
 cuda_dir=$4
+nvml_dir=$5
 # UCX's tests size their buffers by the host's memory (a sixteenth of it)
 # and put two on one GPU, as a real GPU has room for: the emulated GPUs get
 # that much VRAM (a sparse file, an untouched byte costs nothing)
@@ -79,8 +80,10 @@ for scheme in get_zcopy put_zcopy; do
         -t tag_bw -m cuda,cuda -s 4194304 -n 50
 done
 
+top=$(cd "$(dirname "$0")/../.." && pwd)
 if (cd "$work" &&
-    "$(dirname "$0")/../../contrib/ucx-gtest.sh" --cuda "$cuda_dir" \
+    "$top/contrib/ucx-gtest.sh" --cuda "$cuda_dir" \
+        --nvml "$nvml_dir" \
         --nvml-lib "$build/src/uct/gpumem/driver/emu/nvml/.libs" "$ucx_src" "$prefix/bin/ucx_info" "$prefix/lib" none \
         "$build/test/ucx-cuda-gtest"); then
     echo "PASS: UCX's googletest families of its CUDA transports"

@@ -27,6 +27,9 @@
     _fn(cuCtxPushCurrent, "cuCtxPushCurrent_v2") \
     _fn(cuCtxPopCurrent, "cuCtxPopCurrent_v2") \
     _fn(cuCtxGetCurrent, "cuCtxGetCurrent") \
+    _fn(cuCtxGetId, "cuCtxGetId") \
+    _fn(cuCtxGetFlags, "cuCtxGetFlags") \
+    _fn(cuCtxSetFlags, "cuCtxSetFlags") \
     _fn(cuStreamCreate, "cuStreamCreate") \
     _fn(cuStreamDestroy, "cuStreamDestroy_v2") \
     _fn(cuStreamQuery, "cuStreamQuery") \
@@ -38,6 +41,13 @@
     _fn(cuMemAlloc, "cuMemAlloc_v2") \
     _fn(cuMemAllocManaged, "cuMemAllocManaged") \
     _fn(cuMemAllocPitch, "cuMemAllocPitch_v2") \
+    _fn(cuMemAllocAsync, "cuMemAllocAsync") \
+    _fn(cuMemFreeAsync, "cuMemFreeAsync") \
+    _fn(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity") \
+    _fn(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle") \
+    _fn(cuMemGetAllocationPropertiesFromHandle, \
+        "cuMemGetAllocationPropertiesFromHandle") \
+    _fn(cuMemRangeGetAttribute, "cuMemRangeGetAttribute") \
     _fn(cuMemFree, "cuMemFree_v2") \
     _fn(cuMemcpyAsync, "cuMemcpyAsync") \
     _fn(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2") \

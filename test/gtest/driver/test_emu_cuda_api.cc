@@ -100,6 +100,38 @@ TEST_F(emu_cuda_test, pop_gives_back_the_context_pushed) {
     EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxPushCurrent(NULL));
 }
 
+/* A context's id is its own and lasts its life; the current one's flags
+ * are what was set, within the driver's */
+TEST_F(emu_cuda_test, context_id_and_flags) {
+    unsigned long long id = 0, again = 0, other = 0;
+    unsigned flags        = 1;
+    CUcontext ctx, popped;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxGetId(NULL, &id));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxGetId(m_ctx, &again));
+    EXPECT_NE(0ull, id);
+    EXPECT_EQ(id, again);
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDevicePrimaryCtxRetain(&ctx, 1));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxGetId(ctx, &other));
+    EXPECT_NE(id, other);
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT,
+              p_cuCtxGetId((CUcontext)&other, &again));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuDevicePrimaryCtxRelease(1));
+
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxGetFlags(&flags));
+    EXPECT_EQ(0u, flags);
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxSetFlags(CU_CTX_SYNC_MEMOPS));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxGetFlags(&flags));
+    EXPECT_EQ((unsigned)CU_CTX_SYNC_MEMOPS, flags);
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuCtxSetFlags(CU_CTX_MAP_HOST));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxSetFlags(0));
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(&popped));
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxGetId(NULL, &again));
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxSetFlags(0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(popped));
+}
+
 TEST_F(emu_cuda_test, release_unretained_primary_is_invalid_context) {
     int count;
 

@@ -36,6 +36,9 @@ extern ucs_config_global_list_entry_t gpumem_emu_config_entry;
 #define GPUMEM_EMU_DEFAULT_SHM_DIR         "/dev/shm"
 #define GPUMEM_EMU_DEFAULT_COPY_INLINE_MAX 8192
 
+/* The kernel's device through which the emu exports VRAM as a dma-buf */
+#define GPUMEM_EMU_UDMABUF_DEV             "/dev/udmabuf"
+
 
 /**
  * Open the emu machine: one emulated GPU for each GPU of @a topo (at its PCI

@@ -20,8 +20,6 @@
 #include <unistd.h>
 
 
-#define GPUMEM_EMU_UDMABUF_DEV   "/dev/udmabuf"
-
 /* Emulated BARs lie above any real machine's memory, 256 GiB apart by PCI
  * function, so that each GPU's bus addresses are its own */
 #define GPUMEM_EMU_BUS_BASE      (1ul << 62)

@@ -35,6 +35,10 @@ BEGIN_C_DECLS
 /* What cuMemAllocPitch rounds a row up to */
 #define GPUMEM_EMU_CUDA_PITCH_ALIGN 512
 
+/* The context flags kept (cuCtxCreate, cuCtxSetFlags): scheduling and
+ * memory operations, which the emu's engine needs none of */
+#define GPUMEM_EMU_CUDA_CTX_FLAGS   (CU_CTX_SCHED_MASK | CU_CTX_SYNC_MEMOPS)
+
 /* Contexts one thread may have pushed over each other */
 #define GPUMEM_EMU_CUDA_CTX_DEPTH   64
 
@@ -48,6 +52,9 @@ struct CUctx_st {
     unsigned        refs;     /* Primary: retains not yet released */
     ucs_list_link_t list;     /* Created: in the library's contexts */
     CUstream        stream;   /* The NULL stream of the context */
+    unsigned long long id;    /* cuCtxGetId's: of this context's life (a
+                                 primary one's, from its first retain) */
+    unsigned        flags;    /* cuCtxSetFlags' */
     ucs_list_link_t streams;  /* All its streams, the NULL one included */
 };
 
@@ -112,6 +119,9 @@ typedef struct gpumem_emu_cuda_range {
     uint64_t                     mapped;     /* GPUs that map it, a bit
                                                 each */
     int                          access;     /* VMM: cuMemSetAccess given */
+    int                          stream_ordered; /* ALLOC: of
+                                                cuMemAllocAsync, which no
+                                                legacy IPC handle shares */
     int                          ipc_fd;     /* ALLOC: the IPC handle's
                                                 file, -1 until asked */
 } gpumem_emu_cuda_range_t;
@@ -127,7 +137,9 @@ struct gpumem_emu_cuda_vmm {
     size_t              size;
     int                 device;
     unsigned            refs;       /* The handle, and each mapping */
-    int                 released;   /* cuMemRelease called */
+    unsigned            handles;    /* cuMemCreate's or import's, and each
+                                       cuMemRetainAllocationHandle: each
+                                       cuMemRelease gives one back */
 };
 
 
@@ -156,6 +168,7 @@ typedef struct gpumem_emu_cuda {
     ucs_list_link_t     vmms;        /* gpumem_emu_cuda_vmm_t */
     ucs_list_link_t     reservations;
     unsigned long long  next_buffer_id;
+    unsigned long long  next_ctx_id;
 } gpumem_emu_cuda_t;
 
 

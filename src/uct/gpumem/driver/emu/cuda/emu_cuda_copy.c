@@ -14,6 +14,10 @@
 
 #include "emu_cuda.h"
 
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <string.h>
+
 
 /**
  * One side of a copy.
@@ -113,6 +117,35 @@ static CUresult gpumem_emu_cuda_memcpy(CUdeviceptr dst, CUdeviceptr src,
     if ((res == CUDA_SUCCESS) && sync) {
         res = gpumem_emu_cuda_stream_drain(stream);
     }
+    return gpumem_emu_cuda_return(res);
+}
+
+/* Bytes cuMemsetD8 writes from the host at a time */
+#define GPUMEM_EMU_CUDA_SET_CHUNK (256ul << 10)
+
+/* From the host, a chunk at a time, by the engine: the bytes are there at
+ * the return, as NVIDIA's synchronous memset has them */
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+    size_t chunk = ucs_min(N, GPUMEM_EMU_CUDA_SET_CHUNK);
+    size_t done, length;
+    void *bytes;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if ((res != CUDA_SUCCESS) || (N == 0)) {
+        return gpumem_emu_cuda_return(res);
+    }
+    bytes = ucs_malloc(chunk, "gpumem_emu_cuda_memset");
+    if (bytes == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    memset(bytes, uc, chunk);
+    for (done = 0; (done < N) && (res == CUDA_SUCCESS); done += length) {
+        length = ucs_min(N - done, chunk);
+        res    = gpumem_emu_cuda_memcpy(dstDevice + done, (uintptr_t)bytes,
+                                        length, NULL, 1);
+    }
+    ucs_free(bytes);
     return gpumem_emu_cuda_return(res);
 }
 

@@ -92,6 +92,7 @@ static CUresult gpumem_emu_cuda_ctx_create(CUcontext *pctx, CUdevice device)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     ctx->device = device;
+    ctx->id     = ++gpumem_emu_cuda.next_ctx_id;
     ucs_list_head_init(&ctx->streams);
     res = gpumem_emu_cuda_stream_new(ctx, 0, &ctx->stream);
     if (res != CUDA_SUCCESS) {
@@ -114,10 +115,19 @@ CUresult CUDAAPI cuCtxCreate(CUcontext *pctx,
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if ((ctxCreateParams != NULL) || (flags != 0)) {
+    /* Parameters that ask for nothing (no execution affinity, no shared
+     * SMs), and the flags cuCtxSetFlags takes */
+    if (((ctxCreateParams != NULL) &&
+         ((ctxCreateParams->numExecAffinityParams != 0) ||
+          (ctxCreateParams->cigParams != NULL))) ||
+        (flags & ~GPUMEM_EMU_CUDA_CTX_FLAGS)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_NOT_SUPPORTED);
     }
-    return gpumem_emu_cuda_return(gpumem_emu_cuda_ctx_create(pctx, dev));
+    res = gpumem_emu_cuda_ctx_create(pctx, dev);
+    if (res == CUDA_SUCCESS) {
+        (*pctx)->flags = flags;
+    }
+    return gpumem_emu_cuda_return(res);
 }
 
 /* The version of CUDA 3.2 to 12, without parameters */
@@ -184,6 +194,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
         if (res != CUDA_SUCCESS) {
             return gpumem_emu_cuda_return(res);
         }
+    }
+    if (ctx->id == 0) {
+        ctx->id = ++gpumem_emu_cuda.next_ctx_id;
     }
     ++ctx->refs;
     *pctx = ctx;
@@ -323,6 +336,66 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
     res = gpumem_emu_cuda_ctx_get(&ctx);
     if (res == CUDA_SUCCESS) {
         *device = ctx->device;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
+/* Of @a ctx, or of the thread's current context where it is NULL */
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (ctxId == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (ctx == NULL) {
+        res = gpumem_emu_cuda_ctx_get(&ctx);
+    } else if (!gpumem_emu_cuda_ctx_valid(ctx)) {
+        res = CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (res == CUDA_SUCCESS) {
+        *ctxId = ctx->id;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
+/* The current context's scheduling and memory-operation flags: kept and
+ * told back, the emu's engine needing none of them */
+CUresult CUDAAPI cuCtxSetFlags(unsigned int flags)
+{
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (flags & ~GPUMEM_EMU_CUDA_CTX_FLAGS) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    res = gpumem_emu_cuda_ctx_get(&ctx);
+    if (res == CUDA_SUCCESS) {
+        ctx->flags = flags;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
+CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
+{
+    CUcontext ctx;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (flags == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    res = gpumem_emu_cuda_ctx_get(&ctx);
+    if (res == CUDA_SUCCESS) {
+        *flags = ctx->flags;
     }
     return gpumem_emu_cuda_return(res);
 }

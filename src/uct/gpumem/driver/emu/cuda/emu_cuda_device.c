@@ -10,8 +10,11 @@
 
 #include "emu_cuda.h"
 
+#include <uct/gpumem/driver/emu/emu.h>
+
 #include <ucs/sys/string.h>
 #include <string.h>
+#include <unistd.h>
 
 
 /* The device @a device of an entered call, or CUDA_ERROR_INVALID_DEVICE */
@@ -183,12 +186,16 @@ static CUresult gpumem_emu_cuda_attribute(CUdevice_attribute attrib,
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
         *value = 1;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+        /* The emu exports a dma-buf through the kernel's udmabuf: where
+         * there is none, cuMemGetHandleForAddressRange cannot succeed */
+        *value = (access(GPUMEM_EMU_UDMABUF_DEV, R_OK | W_OK) == 0);
         return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
         *value = 2;

@@ -13,8 +13,8 @@
  * @a _symbol an opening UCM relocates (push %rbp; mov %rsp,%rbp; the
  * pushes of the callee-saved registers: 13 bytes, UCM overwrites 5 where
  * its code lies within 2 GiB of the symbol and 12 where not), undone at
- * once, and a jump to @a _impl, a static function of the same prototype
- * marked used, which gets the caller's arguments and returns to the
+ * once, and a jump to @a _impl, a hidden function of the same prototype
+ * (GPUMEM_EMU_CUDA_HOOK_IMPL), which gets the caller's arguments and returns to the
  * caller. Elsewhere than x86-64 the symbol is an alias of @a _impl.
  *
  * See file LICENSE for terms.
@@ -52,8 +52,11 @@
 #endif
 
 /* How a hookable entry point's implementation is declared: called only
- * from the jump, which the compiler does not see */
-#define GPUMEM_EMU_CUDA_HOOK_IMPL static __attribute__((used))
+ * from the jump, which the compiler does not see; global but hidden (and
+ * local to the library by its version script), so that link-time
+ * optimization, which may put the jump and the function in different
+ * partitions, still links them */
+#define GPUMEM_EMU_CUDA_HOOK_IMPL __attribute__((used, visibility("hidden")))
 
 /* An entry point of cuda.h (@a _name, as the header spells it, which may
  * be a macro of the versioned @a _symbol), hookable, whose implementation

@@ -46,7 +46,8 @@ CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
     range = gpumem_emu_cuda_range_find(dptr);
-    if ((range == NULL) || (range->kind != GPUMEM_EMU_CUDA_RANGE_ALLOC)) {
+    if ((range == NULL) || (range->kind != GPUMEM_EMU_CUDA_RANGE_ALLOC) ||
+        range->stream_ordered) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
 

@@ -52,6 +52,47 @@ gpumem_emu_cuda_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize,
 GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemAllocManaged, cuMemAllocManaged,
                              gpumem_emu_cuda_mem_alloc_managed)
 
+/* What the driver tells of a range of managed memory: no preferred or
+ * prefetch location and no advice (none is emulated: the pages stay the
+ * CPU's), as NVIDIA's tells of memory no one advised */
+CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t dataSize,
+                                        CUmem_range_attribute attribute,
+                                        CUdeviceptr devPtr, size_t count)
+{
+    gpumem_emu_cuda_range_t *range;
+    size_t i;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    range = gpumem_emu_cuda_range_find(devPtr);
+    if ((data == NULL) || (range == NULL) ||
+        (range->kind != GPUMEM_EMU_CUDA_RANGE_MANAGED) || (count == 0) ||
+        (count > range->size - (devPtr - range->base)) ||
+        (dataSize < sizeof(int)) || (dataSize % sizeof(int))) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+
+    switch (attribute) {
+    case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
+        *(int*)data = 0;
+        break;
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+        *(int*)data = CU_DEVICE_INVALID;
+        break;
+    case CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY:
+        for (i = 0; i < dataSize / sizeof(int); ++i) {
+            ((int*)data)[i] = CU_DEVICE_INVALID;
+        }
+        break;
+    default:
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
 void gpumem_emu_cuda_managed_release(gpumem_emu_cuda_range_t *range)
 {
     gpumem_driver_gpu_t *gpu = gpumem_emu_cuda_gpu(range->device);

@@ -106,7 +106,9 @@ gpumem_emu_cuda_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch,
     if ((row < WidthInBytes) || (row > SIZE_MAX / Height)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
     }
-    res = cuMemAlloc(dptr, row * Height);
+    /* Not by the exported entry point, which UCM may have patched: one
+     * allocation, one event */
+    res = gpumem_emu_cuda_mem_alloc(dptr, row * Height);
     if (res == CUDA_SUCCESS) {
         *pPitch = row;
     }
@@ -138,6 +140,55 @@ GPUMEM_EMU_CUDA_HOOK_IMPL CUresult gpumem_emu_cuda_mem_free(CUdeviceptr dptr)
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
 GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemFree, cuMemFree_v2, gpumem_emu_cuda_mem_free)
+
+/* Stream-ordered memory, without memory pools: allocated at once, which
+ * is before any later work of the stream, and freed once the stream's
+ * work queued before the free is done. No legacy IPC handle shares it, as
+ * none shares NVIDIA's pool memory; cuMemFree frees it too */
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_alloc_async(CUdeviceptr *dptr, size_t bytesize,
+                                CUstream hStream)
+{
+    CUstream stream;
+    CUresult res;
+
+    res = gpumem_emu_cuda_enter();
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    res = gpumem_emu_cuda_stream_get(hStream, &stream);
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cuda_mem_alloc(dptr, bytesize);
+    }
+    if (res == CUDA_SUCCESS) {
+        gpumem_emu_cuda_range_find(*dptr)->stream_ordered = 1;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemAllocAsync, cuMemAllocAsync,
+                             gpumem_emu_cuda_mem_alloc_async)
+
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_free_async(CUdeviceptr dptr, CUstream hStream)
+{
+    CUstream stream;
+    CUresult res;
+
+    res = gpumem_emu_cuda_enter();
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    res = gpumem_emu_cuda_stream_get(hStream, &stream);
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cuda_stream_drain(stream);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = gpumem_emu_cuda_mem_free(dptr);
+    }
+    return gpumem_emu_cuda_return(res);
+}
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemFreeAsync, cuMemFreeAsync,
+                             gpumem_emu_cuda_mem_free_async)
 
 /* Device memory to the driver: managed memory too, which the CPU reaches
  * as well */
@@ -244,7 +295,8 @@ static CUresult gpumem_emu_cuda_attr(const gpumem_emu_cuda_range_t *range,
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         *(int*)data = (range != NULL) &&
-                      (range->kind == GPUMEM_EMU_CUDA_RANGE_ALLOC);
+                      (range->kind == GPUMEM_EMU_CUDA_RANGE_ALLOC) &&
+                      !range->stream_ordered;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         *(unsigned long long*)data =

@@ -24,13 +24,15 @@
     _e(cuDevicePrimaryCtxRetain) _e(cuDevicePrimaryCtxRelease) \
     _e(cuDevicePrimaryCtxGetState) _e(cuCtxPushCurrent) \
     _e(cuCtxPopCurrent) _e(cuCtxGetCurrent) _e(cuCtxSetCurrent) \
-    _e(cuCtxGetDevice) _e(cuCtxSynchronize) _e(cuCtxCreate) _e(cuCtxDestroy) _e(cuStreamCreate) \
+    _e(cuCtxGetDevice) _e(cuCtxGetId) _e(cuCtxGetFlags) _e(cuCtxSetFlags) \
+    _e(cuCtxSynchronize) _e(cuCtxCreate) _e(cuCtxDestroy) _e(cuStreamCreate) \
     _e(cuStreamDestroy) _e(cuStreamSynchronize) _e(cuStreamQuery) \
     _e(cuStreamWaitEvent) _e(cuEventCreate) _e(cuEventDestroy) \
     _e(cuEventRecord) _e(cuEventQuery) _e(cuEventSynchronize) \
     _e(cuMemcpy) _e(cuMemcpyAsync) _e(cuMemcpyHtoD) _e(cuMemcpyDtoH) \
-    _e(cuMemcpyDtoD) _e(cuMemcpyDtoDAsync) _e(cuMemcpyHtoDAsync) _e(cuMemcpyDtoHAsync) \
+    _e(cuMemcpyDtoD) _e(cuMemsetD8) _e(cuMemcpyDtoDAsync) _e(cuMemcpyHtoDAsync) _e(cuMemcpyDtoHAsync) \
     _e(cuMemAlloc) _e(cuMemAllocPitch) _e(cuMemAllocManaged) _e(cuMemFree) \
+    _e(cuMemAllocAsync) _e(cuMemFreeAsync) \
     _e(cuMemGetAddressRange) \
     _e(cuMemGetInfo) _e(cuPointerGetAttribute) _e(cuPointerGetAttributes) _e(cuPointerSetAttribute) \
     _e(cuMemHostAlloc) _e(cuMemAllocHost) _e(cuMemFreeHost) \
@@ -39,7 +41,8 @@
     _e(cuIpcOpenMemHandle) _e(cuIpcCloseMemHandle) \
     _e(cuMemGetAllocationGranularity) _e(cuMemCreate) _e(cuMemRelease) \
     _e(cuMemAddressReserve) _e(cuMemAddressFree) _e(cuMemMap) \
-    _e(cuMemUnmap) _e(cuMemSetAccess) _e(cuMemExportToShareableHandle) \
+    _e(cuMemUnmap) _e(cuMemSetAccess) _e(cuMemRetainAllocationHandle) \
+    _e(cuMemGetAllocationPropertiesFromHandle) _e(cuMemRangeGetAttribute) _e(cuMemExportToShareableHandle) \
     _e(cuMemImportFromShareableHandle) _e(cuMemGetHandleForAddressRange) \
     _e(cuGetProcAddress)
 

@@ -17,8 +17,6 @@ BEGIN_C_DECLS
     _fn(cuCtxEnablePeerAccess) \
     _fn(cuCtxDisablePeerAccess) \
     _fn(cuCtxGetApiVersion) \
-    _fn(cuCtxGetFlags) \
-    _fn(cuCtxSetFlags) \
     _fn(cuDeviceGetByPCIBusId) \
     _fn(cuDeviceGetP2PAttribute) \
     _fn(cuDevicePrimaryCtxReset_v2) \
@@ -29,18 +27,19 @@ BEGIN_C_DECLS
     _fn(cuIpcOpenEventHandle) \
     _fn(cuLaunchHostFunc) \
     _fn(cuLaunchKernel) \
-    _fn(cuMemAllocAsync) \
-    _fn(cuMemFreeAsync) \
-    _fn(cuMemGetAllocationPropertiesFromHandle) \
     _fn(cuMemPoolCreate) \
+    _fn(cuMemPoolDestroy) \
+    _fn(cuMemPoolExportPointer) \
+    _fn(cuMemPoolExportToShareableHandle) \
+    _fn(cuMemPoolImportFromShareableHandle) \
+    _fn(cuMemPoolImportPointer) \
+    _fn(cuMemPoolSetAccess) \
     _fn(cuMemPrefetchAsync_v2) \
-    _fn(cuMemRetainAllocationHandle) \
     _fn(cuMemcpy2D_v2) \
     _fn(cuMemcpyPeer) \
     _fn(cuMemcpyPeerAsync) \
     _fn(cuMemsetD32_v2) \
     _fn(cuMemsetD8Async) \
-    _fn(cuMemsetD8_v2) \
     _fn(cuModuleGetFunction) \
     _fn(cuModuleLoad) \
     _fn(cuModuleLoadData) \

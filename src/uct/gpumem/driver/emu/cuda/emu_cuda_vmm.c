@@ -45,7 +45,8 @@ static CUresult gpumem_emu_cuda_vmm_new(gpumem_driver_mem_t *mem, int device,
     vmm->mem    = mem;
     vmm->size   = mem->size;
     vmm->device = device;
-    vmm->refs   = 1;
+    vmm->refs    = 1;
+    vmm->handles = 1;
     ucs_list_add_tail(&gpumem_emu_cuda.vmms, &vmm->list);
     *handle = (uintptr_t)vmm;
     return CUDA_SUCCESS;
@@ -85,6 +86,9 @@ static int gpumem_emu_cuda_vmm_aligned(uint64_t value)
     return (value % GPUMEM_EMU_CUDA_GRANULARITY) == 0;
 }
 
+/* Of pinned device memory; a property left all zero (no type, no
+ * location) is answered too, as NVIDIA's driver answers it (UCX's tests
+ * ask so): the granule is every device's */
 CUresult CUDAAPI cuMemGetAllocationGranularity(
         size_t *granularity, const CUmemAllocationProp *prop,
         CUmemAllocationGranularity_flags option)
@@ -95,12 +99,14 @@ CUresult CUDAAPI cuMemGetAllocationGranularity(
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if ((granularity == NULL) ||
+    if ((granularity == NULL) || (prop == NULL) ||
         ((option != CU_MEM_ALLOC_GRANULARITY_MINIMUM) &&
          (option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
-    res = gpumem_emu_cuda_prop_device(prop, &device);
+    res = ((prop->type == CU_MEM_ALLOCATION_TYPE_INVALID) &&
+           (prop->location.type == CU_MEM_LOCATION_TYPE_INVALID)) ?
+          CUDA_SUCCESS : gpumem_emu_cuda_prop_device(prop, &device);
     if (res == CUDA_SUCCESS) {
         *granularity = GPUMEM_EMU_CUDA_GRANULARITY;
     }
@@ -147,11 +153,60 @@ CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
         return res;
     }
     vmm = gpumem_emu_cuda_vmm_find(handle);
-    if ((vmm == NULL) || vmm->released) {
+    if ((vmm == NULL) || (vmm->handles == 0)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
-    vmm->released = 1;
+    --vmm->handles;
     gpumem_emu_cuda_vmm_put(vmm);
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+/* The handle of the physical memory mapped at @a addr, one more reference
+ * to it; CUDA_ERROR_INVALID_VALUE where no cuMemMap put memory there */
+GPUMEM_EMU_CUDA_HOOK_IMPL CUresult
+gpumem_emu_cuda_mem_retain_handle(CUmemGenericAllocationHandle *handle,
+                                  void *addr)
+{
+    gpumem_emu_cuda_range_t *range;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    range = gpumem_emu_cuda_range_find((uintptr_t)addr);
+    if ((handle == NULL) || (range == NULL) ||
+        (range->kind != GPUMEM_EMU_CUDA_RANGE_VMM)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    ++range->vmm->handles;
+    ++range->vmm->refs;
+    *handle = (uintptr_t)range->vmm;
+    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+GPUMEM_EMU_CUDA_HOOKABLE_API(cuMemRetainAllocationHandle,
+                             cuMemRetainAllocationHandle,
+                             gpumem_emu_cuda_mem_retain_handle)
+
+/* Pinned device memory of its device, shareable by a POSIX fd, as every
+ * allocation here is */
+CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(
+        CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+{
+    gpumem_emu_cuda_vmm_t *vmm;
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    vmm = gpumem_emu_cuda_vmm_find(handle);
+    if ((prop == NULL) || (vmm == NULL) || (vmm->handles == 0)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    memset(prop, 0, sizeof(*prop));
+    prop->type                 = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type        = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id          = vmm->device;
+    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
 

@@ -16,13 +16,10 @@
 #include <string.h>
 
 
-/* Bytes cudaMemset writes from the host at a time */
-#define GPUMEM_EMU_CUDART_SET_CHUNK    (256ul << 10)
-
 
 /* Device memory, or managed memory (its flags, cudaMemAttachGlobal and
- * cudaMemAttachHost, are the driver's); none for 0 bytes, as the runtime
- * gives */
+ * cudaMemAttachHost, are the driver's); none for 0 bytes of device memory,
+ * as the runtime gives, and cudaErrorInvalidValue for 0 of managed */
 static cudaError_t gpumem_emu_cudart_malloc(void **dev_ptr, size_t size,
                                             int managed, unsigned flags)
 {
@@ -33,7 +30,7 @@ static cudaError_t gpumem_emu_cudart_malloc(void **dev_ptr, size_t size,
         return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
     }
     GPUMEM_EMU_CUDART_ENTER();
-    if (size == 0) {
+    if ((size == 0) && !managed) {
         *dev_ptr = NULL;
         return cudaSuccess;
     }
@@ -89,6 +86,32 @@ cudaError_t CUDARTAPI cudaFree(void *dev_ptr)
         return cudaSuccess;
     }
     return gpumem_emu_cudart_error(cuMemFree((CUdeviceptr)(uintptr_t)dev_ptr));
+}
+
+/* Stream-ordered memory, by the driver's calls (the stream is the
+ * driver's) */
+cudaError_t CUDARTAPI cudaMallocAsync(void **dev_ptr, size_t size,
+                                      cudaStream_t stream)
+{
+    CUdeviceptr ptr;
+    CUresult res;
+
+    if (dev_ptr == NULL) {
+        return gpumem_emu_cudart_error(CUDA_ERROR_INVALID_VALUE);
+    }
+    GPUMEM_EMU_CUDART_ENTER();
+    res = cuMemAllocAsync(&ptr, size, (CUstream)stream);
+    if (res == CUDA_SUCCESS) {
+        *dev_ptr = (void*)(uintptr_t)ptr;
+    }
+    return gpumem_emu_cudart_error(res);
+}
+
+cudaError_t CUDARTAPI cudaFreeAsync(void *dev_ptr, cudaStream_t stream)
+{
+    GPUMEM_EMU_CUDART_ENTER();
+    return gpumem_emu_cudart_error(
+            cuMemFreeAsync((CUdeviceptr)(uintptr_t)dev_ptr, (CUstream)stream));
 }
 
 cudaError_t CUDARTAPI cudaHostAlloc(void **host_ptr, size_t size,
@@ -159,28 +182,12 @@ cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src,
  * time, synchronously */
 cudaError_t CUDARTAPI cudaMemset(void *dev_ptr, int value, size_t count)
 {
-    size_t chunk = (count < GPUMEM_EMU_CUDART_SET_CHUNK) ? count :
-                   GPUMEM_EMU_CUDART_SET_CHUNK;
-    CUresult res = CUDA_SUCCESS;
-    size_t done, length;
-    void *bytes;
-
     GPUMEM_EMU_CUDART_ENTER();
     if (count == 0) {
         return cudaSuccess;
     }
-    bytes = malloc(chunk);
-    if (bytes == NULL) {
-        return gpumem_emu_cudart_error(CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    memset(bytes, value, chunk);
-    for (done = 0; (done < count) && (res == CUDA_SUCCESS); done += length) {
-        length = ((count - done) < chunk) ? (count - done) : chunk;
-        res    = cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dev_ptr + done, bytes,
-                              length);
-    }
-    free(bytes);
-    return gpumem_emu_cudart_error(res);
+    return gpumem_emu_cudart_error(cuMemsetD8((CUdeviceptr)(uintptr_t)dev_ptr,
+                                              (unsigned char)value, count));
 }
 
 cudaError_t CUDARTAPI cudaMemsetAsync(void *dev_ptr, int value, size_t count,

@@ -218,6 +218,29 @@ nvmlReturn_t DECLDIR nvmlDeviceGetName(nvmlDevice_t device, char *name,
                                           NVML_SUCCESS;
 }
 
+/* The BAR the topology gives the GPU (the emu writes it into the facts of
+ * its machine): all of it free, as NVML tells of a GPU whose BAR no
+ * process maps; NVML_ERROR_NOT_SUPPORTED where the topology has no size */
+nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device,
+                                                 nvmlBAR1Memory_t *bar1Memory)
+{
+    nvmlReturn_t ret = gpumem_emu_nvml_check(device);
+
+    if (ret != NVML_SUCCESS) {
+        return ret;
+    }
+    if ((device == NULL) || (bar1Memory == NULL)) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (!device->dev->reach.bar_size.known) {
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    bar1Memory->bar1Total = device->dev->reach.bar_size.value;
+    bar1Memory->bar1Free  = bar1Memory->bar1Total;
+    bar1Memory->bar1Used  = 0;
+    return NVML_SUCCESS;
+}
+
 static void gpumem_emu_nvml_pci_info(const gpumem_pci_addr_t *addr,
                                      uint16_t vendor, uint16_t device_id,
                                      nvmlPciInfo_t *pci)
