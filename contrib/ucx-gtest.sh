@@ -128,10 +128,16 @@ build() {
                common/mem_buffer.cc common/test_watchdog.cc
                uct/uct_test.cc uct/uct_p2p_test.cc"
     # UCM's hooks of the CUDA allocation calls, and the CUDA transports'
-    # own tests (but those of kernels on the GPU, which the emulated GPU
-    # does not run), with what they link: the toolkit's runtime and driver
-    # (its stub), as UCX's own gtest links them (at run time the emulated
-    # ones come first), NVML and that UCX's cuda module
+    # own tests, with what they link: the toolkit's runtime and driver (its
+    # stub), as UCX's own gtest links them (at run time the emulated ones
+    # come first), NVML and that UCX's cuda module. Left out of UCX's CUDA
+    # tests: those of kernels (test_kernels*.cu, test_device.cc,
+    # test_cuda_ipc_device.cc: the emulated GPU runs no code), UCP's (its
+    # own test framework, ucp_test.cc, is not built here: the UCT families
+    # and UCX's perftest over UCP, test/emu-cuda/ucx_cuda_run.sh, stand
+    # for it), uct_perf's (UCX's perftest library, not installed) and
+    # test_mem's allocation methods (of every memory domain in the process
+    # at once, not of one transport)
     cuda_libs=()
     if [ -n "$cuda" ]; then
         framework+=" ucm/cuda_hooks.cc uct/cuda/test_cuda_ctx_cleanup.cc
