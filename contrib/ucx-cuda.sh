@@ -48,11 +48,17 @@ done
 ! grep -qs "AC_PATH_PROG(\[NVCC\]" "$src/config/m4/cuda.m4" ||
     FLAGS+=(NVCC=/bin/false)
 
+# UCX 1.14 to 1.19 name the typedef of cuMemGetHandleForAddressRange as
+# CUDA 11.7 to 12 did; CUDA 13 keeps only its versioned name
+compat=
+! grep -rqsw "PFN_cuMemGetHandleForAddressRange" "$src/src" ||
+    compat="-DPFN_cuMemGetHandleForAddressRange=PFN_cuMemGetHandleForAddressRange_v11070"
+
 version=$(sed -n 's/^define(\[ucx_ver_\(major\|minor\|patch\)\], *\([0-9]*\)).*/\2/p' \
               "$src/configure.ac" | paste -s -d.)
 key=$( (cd "$src" && find . -path ./.git -prune -o -type f -print0 |
             LC_ALL=C sort -z | xargs -0 sha256sum;
-        echo "${FLAGS[*]}";
+        echo "${FLAGS[*]}${compat:+ $compat}";
         sha256sum "$cuda/include/cuda.h" "$cuda/include/cuda_runtime_api.h" \
                   "$nvml/include/nvml.h") | sha256sum | cut -c1-12)
 prefix=$GPUMEM_CACHE_DIR/ucx-cuda/$version-$key
@@ -75,15 +81,22 @@ tar -C "$src" --exclude=.git -cf - . | tar -C "$work" -xf -
     [ -d debian ] || [ ! -d debian.upstream ] || cp -r debian.upstream debian
     [ -x configure ] || ./autogen.sh >autogen.log 2>&1
     ./configure --prefix="$prefix" "${FLAGS[@]}" --with-cuda="$cuda" \
-        CPPFLAGS="-I$nvml/include" LDFLAGS="-L$nvml_lib" >configure.log 2>&1
+        CPPFLAGS="-I$nvml/include${compat:+ $compat}" LDFLAGS="-L$nvml_lib" \
+        >configure.log 2>&1 ||
+        exit 1
     grep -q "^#define HAVE_CUDA 1" config.h || {
         echo "configure found no CUDA" >&2; exit 1; }
+    # The modules UCX builds only where CUDA is whole (its headers, libcuda,
+    # libcudart, nvml.h and libnvidia-ml)
+    grep -q "UCT modules:.* cuda" configure.log || {
+        echo "configure builds no cuda transports" >&2; exit 1; }
     # The libraries with their modules, ucx_info and ucx_perftest: not
     # UCX's test programs (one of 1.13's does not compile against CUDA 13)
     for dir in src/ucm src/ucs src/uct src/ucp src/tools/info \
                src/tools/perf; do
-        make -j"$JOBS" -C "$dir" >>make.log 2>&1
-        make -C "$dir" install >>install.log 2>&1
+        # (errexit does not hold in this subshell, which is in a list)
+        make -j"$JOBS" -C "$dir" >>make.log 2>&1 || exit 1
+        make -C "$dir" install >>install.log 2>&1 || exit 1
     done
 ) || {
     log "UCX $version with CUDA failed to build; logs in $work"
