@@ -140,7 +140,8 @@ build() {
     # at once, not of one transport)
     cuda_libs=()
     if [ -n "$cuda" ]; then
-        framework+=" ucm/cuda_hooks.cc uct/cuda/test_cuda_ctx_cleanup.cc
+        framework+=" common/cuda_context.cc ucm/cuda_hooks.cc
+                     uct/cuda/test_cuda_ctx_cleanup.cc
                      uct/cuda/test_switch_cuda_device.cc
                      uct/cuda/test_cuda_ipc_md.cc uct/cuda/test_cuda_nvml.cc"
         cuda_libs=(-L"$cuda/lib64" -L"$cuda/lib64/stubs" -lcudart -lcuda
