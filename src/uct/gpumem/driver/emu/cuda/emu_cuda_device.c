@@ -189,8 +189,11 @@ static CUresult gpumem_emu_cuda_attribute(CUdevice_attribute attrib,
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
         *value = 1;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+        /* Memory pools are not emulated (their calls are stubs) */
+        *value = 0;
         return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
         /* The emu exports a dma-buf through the kernel's udmabuf: where

@@ -27,6 +27,7 @@ BEGIN_C_DECLS
     _fn(cuIpcOpenEventHandle) \
     _fn(cuLaunchHostFunc) \
     _fn(cuLaunchKernel) \
+    _fn(cuMemAllocFromPoolAsync) \
     _fn(cuMemPoolCreate) \
     _fn(cuMemPoolDestroy) \
     _fn(cuMemPoolExportPointer) \
