@@ -28,6 +28,7 @@
     _fn(cuCtxPopCurrent, "cuCtxPopCurrent_v2") \
     _fn(cuCtxGetCurrent, "cuCtxGetCurrent") \
     _fn(cuCtxGetId, "cuCtxGetId") \
+    _fn(cuCtxGetApiVersion, "cuCtxGetApiVersion") \
     _fn(cuCtxGetFlags, "cuCtxGetFlags") \
     _fn(cuCtxSetFlags, "cuCtxSetFlags") \
     _fn(cuStreamCreate, "cuStreamCreate") \

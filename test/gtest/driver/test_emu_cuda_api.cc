@@ -101,7 +101,7 @@ TEST_F(emu_cuda_test, pop_gives_back_the_context_pushed) {
 }
 
 /* A context's id is its own and lasts its life; the current one's flags
- * are what was set, within the driver's */
+ * are what was set, within the driver's; its API is the second */
 TEST_F(emu_cuda_test, context_id_and_flags) {
     unsigned long long id = 0, again = 0, other = 0;
     unsigned flags        = 1;
@@ -126,7 +126,12 @@ TEST_F(emu_cuda_test, context_id_and_flags) {
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuCtxSetFlags(CU_CTX_MAP_HOST));
     EXPECT_EQ(CUDA_SUCCESS, p_cuCtxSetFlags(0));
 
+    unsigned api = 0;
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxGetApiVersion(m_ctx, &api));
+    EXPECT_EQ(3020u, api);
+
     ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(&popped));
+    EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxGetApiVersion(NULL, &api));
     EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxGetId(NULL, &again));
     EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, p_cuCtxSetFlags(0));
     ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(popped));

@@ -362,6 +362,29 @@ CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
     return gpumem_emu_cuda_return(res);
 }
 
+/* Of @a ctx, or of the thread's current one: every context here is of the
+ * driver API's second version, 3020 as NVIDIA's driver numbers it */
+CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (version == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (ctx == NULL) {
+        res = gpumem_emu_cuda_ctx_get(&ctx);
+    } else if (!gpumem_emu_cuda_ctx_valid(ctx)) {
+        res = CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (res == CUDA_SUCCESS) {
+        *version = 3020;
+    }
+    return gpumem_emu_cuda_return(res);
+}
+
 /* The current context's scheduling and memory-operation flags: kept and
  * told back, the emu's engine needing none of them */
 CUresult CUDAAPI cuCtxSetFlags(unsigned int flags)

@@ -24,7 +24,7 @@
     _e(cuDevicePrimaryCtxRetain) _e(cuDevicePrimaryCtxRelease) \
     _e(cuDevicePrimaryCtxGetState) _e(cuCtxPushCurrent) \
     _e(cuCtxPopCurrent) _e(cuCtxGetCurrent) _e(cuCtxSetCurrent) \
-    _e(cuCtxGetDevice) _e(cuCtxGetId) _e(cuCtxGetFlags) _e(cuCtxSetFlags) \
+    _e(cuCtxGetDevice) _e(cuCtxGetApiVersion) _e(cuCtxGetId) _e(cuCtxGetFlags) _e(cuCtxSetFlags) \
     _e(cuCtxSynchronize) _e(cuCtxCreate) _e(cuCtxDestroy) _e(cuStreamCreate) \
     _e(cuStreamDestroy) _e(cuStreamSynchronize) _e(cuStreamQuery) \
     _e(cuStreamWaitEvent) _e(cuEventCreate) _e(cuEventDestroy) \

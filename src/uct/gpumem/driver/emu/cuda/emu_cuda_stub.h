@@ -16,7 +16,6 @@ BEGIN_C_DECLS
 #define GPUMEM_EMU_CUDA_STUBS(_fn) \
     _fn(cuCtxEnablePeerAccess) \
     _fn(cuCtxDisablePeerAccess) \
-    _fn(cuCtxGetApiVersion) \
     _fn(cuDeviceGetByPCIBusId) \
     _fn(cuDeviceGetP2PAttribute) \
     _fn(cuDevicePrimaryCtxReset_v2) \
