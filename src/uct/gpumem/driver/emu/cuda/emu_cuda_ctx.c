@@ -340,7 +340,17 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
     return gpumem_emu_cuda_return(res);
 }
 
-/* Of @a ctx, or of the thread's current context where it is NULL */
+/* The context a call names: @a *ctx_p, a live one, or the thread's current
+ * one where it is NULL (the library locked) */
+static CUresult gpumem_emu_cuda_ctx_named(CUcontext *ctx_p)
+{
+    if (*ctx_p == NULL) {
+        return gpumem_emu_cuda_ctx_get(ctx_p);
+    }
+    return gpumem_emu_cuda_ctx_valid(*ctx_p) ? CUDA_SUCCESS :
+                                               CUDA_ERROR_INVALID_CONTEXT;
+}
+
 CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
     CUresult res = gpumem_emu_cuda_enter();
@@ -351,19 +361,14 @@ CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
     if (ctxId == NULL) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
-    if (ctx == NULL) {
-        res = gpumem_emu_cuda_ctx_get(&ctx);
-    } else if (!gpumem_emu_cuda_ctx_valid(ctx)) {
-        res = CUDA_ERROR_INVALID_CONTEXT;
-    }
+    res = gpumem_emu_cuda_ctx_named(&ctx);
     if (res == CUDA_SUCCESS) {
         *ctxId = ctx->id;
     }
     return gpumem_emu_cuda_return(res);
 }
 
-/* Of @a ctx, or of the thread's current one: every context here is of the
- * driver API's second version, 3020 as NVIDIA's driver numbers it */
+/* Every context here is of the driver API's second version, 3020 as NVIDIA's driver numbers it */
 CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
     CUresult res = gpumem_emu_cuda_enter();
@@ -374,11 +379,7 @@ CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
     if (version == NULL) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
     }
-    if (ctx == NULL) {
-        res = gpumem_emu_cuda_ctx_get(&ctx);
-    } else if (!gpumem_emu_cuda_ctx_valid(ctx)) {
-        res = CUDA_ERROR_INVALID_CONTEXT;
-    }
+    res = gpumem_emu_cuda_ctx_named(&ctx);
     if (res == CUDA_SUCCESS) {
         *version = 3020;
     }
