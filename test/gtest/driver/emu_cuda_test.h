@@ -35,6 +35,9 @@
     _fn(cuStreamDestroy, "cuStreamDestroy_v2") \
     _fn(cuStreamQuery, "cuStreamQuery") \
     _fn(cuStreamSynchronize, "cuStreamSynchronize") \
+    _fn(cuLaunchHostFunc, "cuLaunchHostFunc") \
+    _fn(cuStreamAddCallback, "cuStreamAddCallback") \
+    _fn(cuCtxSynchronize, "cuCtxSynchronize") \
     _fn(cuEventCreate, "cuEventCreate") \
     _fn(cuEventDestroy, "cuEventDestroy_v2") \
     _fn(cuEventRecord, "cuEventRecord") \

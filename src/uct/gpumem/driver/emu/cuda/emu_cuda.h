@@ -7,7 +7,9 @@
  * driver API's objects (contexts, streams, events, allocations, handles)
  * and its rules (errors, lifetimes). One recursive lock guards it all, so
  * that a call made from inside another (a memory event raised while the
- * library maps) finds the lock its own.
+ * library maps) finds the lock its own. A thread of the library's own
+ * moves the streams' work on while no caller asks (emu_cuda_progress.c),
+ * as a GPU and its driver do.
  *
  * See file LICENSE for terms.
  */
@@ -156,6 +158,9 @@ typedef struct gpumem_emu_cuda_reservation {
 
 typedef struct gpumem_emu_cuda {
     pthread_mutex_t     lock;        /* Recursive */
+    pthread_cond_t      work;        /* Signalled as work is queued */
+    int                 progress;    /* The progress thread runs */
+    unsigned long       queued;      /* Operations in the streams */
     int                 initialized; /* cuInit succeeded in this process */
     int                 forked;      /* A child of a fork of a process in
                                         which it had */
@@ -175,8 +180,17 @@ typedef struct gpumem_emu_cuda {
 extern gpumem_emu_cuda_t gpumem_emu_cuda;
 
 
+/* Times the calling thread holds the library's lock */
+extern __thread unsigned gpumem_emu_cuda_lock_depth;
+/* The calling thread is in a host function of a stream */
+extern __thread int gpumem_emu_cuda_in_host_fn;
+
+void gpumem_emu_cuda_lock(void);
+void gpumem_emu_cuda_unlock(void);
+
 /* Locks the library; CUDA_SUCCESS, or CUDA_ERROR_NOT_INITIALIZED (and
- * unlocked) before cuInit */
+ * unlocked) before cuInit, or CUDA_ERROR_NOT_PERMITTED (unlocked) in a
+ * host function, which may call no CUDA */
 CUresult gpumem_emu_cuda_enter(void);
 void gpumem_emu_cuda_leave(void);
 
@@ -244,11 +258,25 @@ void gpumem_emu_cuda_stream_free(CUstream stream);
 /* The stream a call names: the context's NULL stream for 0 and the
  * per-thread and legacy handles (a context current needed) */
 CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p);
-/* Moves the stream's work on by one step of the copy engine */
+/* Moves the stream's work on by one step of the copy engine, up to a
+ * host function, which the progress thread calls */
 void gpumem_emu_cuda_stream_progress(CUstream stream);
-/* Waits for all of the stream's work; the error of a copy that failed */
+/* The progress thread's step of the stream: host functions called too,
+ * with the lock let go; whether one was (the library may have changed) */
+int gpumem_emu_cuda_stream_run(CUstream stream);
+/* Waits for all of the stream's work, the lock held (in a call that
+ * changes what the work may touch: host functions are called in the
+ * calling thread); the error of a copy that failed */
 CUresult gpumem_emu_cuda_stream_drain(CUstream stream);
 void gpumem_emu_cuda_ctx_drain(CUcontext ctx);
+/* A step of a wait: the lock let go a moment after it if @a yield
+ * (gpumem_emu_cuda_can_yield()), host functions called else */
+void gpumem_emu_cuda_stream_step(CUstream stream, int yield);
+/* Waits for all of the stream's work as an application's synchronize
+ * does, letting the lock go between steps so that the progress thread and
+ * other threads go on */
+CUresult gpumem_emu_cuda_stream_wait(CUstream stream);
+void gpumem_emu_cuda_ctx_wait(CUcontext ctx);
 /* Queues a copy: @a gpu's engine moves it */
 CUresult gpumem_emu_cuda_stream_copy(CUstream stream, int gpu, uint64_t dst,
                                      int dst_dev, uint64_t src, int src_dev,
@@ -257,6 +285,17 @@ CUresult gpumem_emu_cuda_stream_copy(CUstream stream, int gpu, uint64_t dst,
 CUresult gpumem_emu_cuda_stream_record(CUstream stream, CUevent event);
 /* Forgets @a event in the stream's queue */
 void gpumem_emu_cuda_stream_forget(CUstream stream, CUevent event);
+
+/* emu_cuda_progress.c: the thread that moves the streams' work on */
+/* Tells it of work queued, started at the first */
+void gpumem_emu_cuda_progress_wake(void);
+/* Whether a wait of the calling thread may let the lock go, for the
+ * progress thread to go on */
+int gpumem_emu_cuda_can_yield(void);
+/* Lets the lock go a moment (a wait that can yield) */
+void gpumem_emu_cuda_yield(void);
+/* Forgets the thread, in a child of a fork */
+void gpumem_emu_cuda_progress_forget(void);
 
 /* Logs once that the entry point @a name is not emulated */
 void gpumem_emu_cuda_not_supported(const char *name, int *logged);

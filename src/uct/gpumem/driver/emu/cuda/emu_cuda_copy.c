@@ -115,7 +115,7 @@ static CUresult gpumem_emu_cuda_memcpy(CUdeviceptr dst, CUdeviceptr src,
                                           src_side.dev, size);
     }
     if ((res == CUDA_SUCCESS) && sync) {
-        res = gpumem_emu_cuda_stream_drain(stream);
+        res = gpumem_emu_cuda_stream_wait(stream);
     }
     return gpumem_emu_cuda_return(res);
 }

@@ -434,7 +434,7 @@ CUresult CUDAAPI cuCtxSynchronize(void)
     }
     res = gpumem_emu_cuda_ctx_get(&ctx);
     if (res == CUDA_SUCCESS) {
-        gpumem_emu_cuda_ctx_drain(ctx);
+        gpumem_emu_cuda_ctx_wait(ctx);
     }
     return gpumem_emu_cuda_return(res);
 }

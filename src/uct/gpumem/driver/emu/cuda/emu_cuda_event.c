@@ -19,11 +19,14 @@
                                      CU_EVENT_INTERPROCESS)
 
 
-/* Moves the event's stream on to the event's record */
+/* Moves the event's stream on to the event's record, as an application's
+ * synchronize waits (gpumem_emu_cuda_stream_wait()) */
 static void gpumem_emu_cuda_event_wait(CUevent event)
 {
+    int yield = gpumem_emu_cuda_can_yield();
+
     while (event->pending) {
-        gpumem_emu_cuda_stream_progress(event->stream);
+        gpumem_emu_cuda_stream_step(event->stream, yield);
     }
 }
 

@@ -18,8 +18,12 @@
 
 
 gpumem_emu_cuda_t gpumem_emu_cuda = {
-    .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP
+    .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
+    .work = PTHREAD_COND_INITIALIZER
 };
+
+__thread unsigned gpumem_emu_cuda_lock_depth;
+__thread int gpumem_emu_cuda_in_host_fn;
 
 static pthread_once_t gpumem_emu_cuda_atfork_once = PTHREAD_ONCE_INIT;
 
@@ -31,8 +35,12 @@ static pthread_once_t gpumem_emu_cuda_atfork_once = PTHREAD_ONCE_INIT;
 static void gpumem_emu_cuda_atfork_child(void)
 {
     pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+    pthread_cond_t work  = PTHREAD_COND_INITIALIZER;
 
     gpumem_emu_cuda.lock        = lock;
+    gpumem_emu_cuda.work        = work;
+    gpumem_emu_cuda_lock_depth  = 0;
+    gpumem_emu_cuda_progress_forget();
     gpumem_emu_cuda.forked      = gpumem_emu_cuda.initialized;
     gpumem_emu_cuda.initialized = 0;
     gpumem_emu_cuda.emu         = NULL;
@@ -46,11 +54,26 @@ static void gpumem_emu_cuda_atfork_init(void)
     pthread_atfork(NULL, NULL, gpumem_emu_cuda_atfork_child);
 }
 
-CUresult gpumem_emu_cuda_enter(void)
+void gpumem_emu_cuda_lock(void)
 {
     pthread_mutex_lock(&gpumem_emu_cuda.lock);
+    ++gpumem_emu_cuda_lock_depth;
+}
+
+void gpumem_emu_cuda_unlock(void)
+{
+    --gpumem_emu_cuda_lock_depth;
+    pthread_mutex_unlock(&gpumem_emu_cuda.lock);
+}
+
+CUresult gpumem_emu_cuda_enter(void)
+{
+    if (gpumem_emu_cuda_in_host_fn) {
+        return CUDA_ERROR_NOT_PERMITTED;
+    }
+    gpumem_emu_cuda_lock();
     if (!gpumem_emu_cuda.initialized) {
-        pthread_mutex_unlock(&gpumem_emu_cuda.lock);
+        gpumem_emu_cuda_unlock();
         return CUDA_ERROR_NOT_INITIALIZED;
     }
     return CUDA_SUCCESS;
@@ -58,7 +81,7 @@ CUresult gpumem_emu_cuda_enter(void)
 
 void gpumem_emu_cuda_leave(void)
 {
-    pthread_mutex_unlock(&gpumem_emu_cuda.lock);
+    gpumem_emu_cuda_unlock();
 }
 
 CUresult gpumem_emu_cuda_result(ucs_status_t status)
@@ -181,14 +204,14 @@ CUresult CUDAAPI cuInit(unsigned int flags)
     }
 
     pthread_once(&gpumem_emu_cuda_atfork_once, gpumem_emu_cuda_atfork_init);
-    pthread_mutex_lock(&gpumem_emu_cuda.lock);
+    gpumem_emu_cuda_lock();
     res = gpumem_emu_cuda.initialized ? CUDA_SUCCESS :
           gpumem_emu_cuda.forked      ? CUDA_ERROR_NOT_INITIALIZED :
                                         gpumem_emu_cuda_open();
     if (res == CUDA_SUCCESS) {
         gpumem_emu_cuda.initialized = 1;
     }
-    pthread_mutex_unlock(&gpumem_emu_cuda.lock);
+    gpumem_emu_cuda_unlock();
     return res;
 }
 

@@ -27,7 +27,8 @@
     _e(cuCtxGetDevice) _e(cuCtxGetApiVersion) _e(cuCtxGetId) _e(cuCtxGetFlags) _e(cuCtxSetFlags) \
     _e(cuCtxSynchronize) _e(cuCtxCreate) _e(cuCtxDestroy) _e(cuStreamCreate) \
     _e(cuStreamDestroy) _e(cuStreamSynchronize) _e(cuStreamQuery) \
-    _e(cuStreamWaitEvent) _e(cuEventCreate) _e(cuEventDestroy) \
+    _e(cuStreamWaitEvent) _e(cuLaunchHostFunc) _e(cuStreamAddCallback) \
+    _e(cuEventCreate) _e(cuEventDestroy) \
     _e(cuEventRecord) _e(cuEventQuery) _e(cuEventSynchronize) \
     _e(cuMemcpy) _e(cuMemcpyAsync) _e(cuMemcpyHtoD) _e(cuMemcpyDtoH) \
     _e(cuMemcpyDtoD) _e(cuMemsetD8) _e(cuMemcpyDtoDAsync) _e(cuMemcpyHtoDAsync) _e(cuMemcpyDtoHAsync) \

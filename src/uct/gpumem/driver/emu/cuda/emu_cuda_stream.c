@@ -2,9 +2,14 @@
  * gpumem emulated CUDA: streams, the order of their work, and its progress
  * on the emu's copy engine.
  *
- * A copy the engine does not finish at once goes on each time the stream
- * is asked about (a query, a synchronize, an event's query), one step of
- * the engine a time: the caller sees a copy complete later, as on a GPU.
+ * A copy the engine does not finish at once goes on a step of the engine
+ * at a time: each time the stream is asked about (a query, a synchronize,
+ * an event's query), and in the library's progress thread
+ * (emu_cuda_progress.c), so that it completes later, as on a GPU, and
+ * whether or not its caller asks. A host function waits for the work
+ * before it, and the work after it waits for its return; the progress
+ * thread calls it, or a call of the library that must wait with the lock
+ * held (a free, a destroy).
  *
  * See file LICENSE for terms.
  */
@@ -18,21 +23,42 @@
 #include <ucs/debug/memtrack_int.h>
 
 
+typedef enum {
+    GPUMEM_EMU_CUDA_OP_COPY,
+    GPUMEM_EMU_CUDA_OP_RECORD,   /* Of an event */
+    GPUMEM_EMU_CUDA_OP_HOST      /* A host function */
+} gpumem_emu_cuda_op_kind_t;
+
+
+/* Where a host function is */
+typedef enum {
+    GPUMEM_EMU_CUDA_HOST_QUEUED,
+    GPUMEM_EMU_CUDA_HOST_RUNNING,  /* Called, the lock let go */
+    GPUMEM_EMU_CUDA_HOST_RETURNED  /* Set by its caller, without the lock */
+} gpumem_emu_cuda_host_state_t;
+
+
 /**
- * A stream's operation: a copy, or an event's record.
+ * A stream's operation: a copy, an event's record or a host function.
  */
 typedef struct gpumem_emu_cuda_op {
-    ucs_list_link_t      list;
-    int                  record;      /* A record, else a copy */
-    CUevent              event;       /* The record's; NULL once the
-                                         event is destroyed */
-    unsigned             generation;  /* The record's */
-    int                  gpu;         /* Whose engine copies */
-    uint64_t             dst, src;
-    int                  dst_dev, src_dev;
-    size_t               size;
-    int                  started;
-    gpumem_driver_copy_t copy;
+    ucs_list_link_t           list;
+    gpumem_emu_cuda_op_kind_t kind;
+    CUevent                   event;       /* The record's; NULL once the
+                                              event is destroyed */
+    unsigned                  generation;  /* The record's */
+    int                       gpu;         /* Whose engine copies */
+    uint64_t                  dst, src;
+    int                       dst_dev, src_dev;
+    size_t                    size;
+    int                       started;
+    gpumem_driver_copy_t      copy;
+    CUhostFn                  host_fn;     /* cuLaunchHostFunc's */
+    CUstreamCallback          callback;    /* cuStreamAddCallback's */
+    CUstream                  handle;      /* The stream as the callback
+                                              was given it */
+    void                      *user_data;
+    int                       host_state;  /* gpumem_emu_cuda_host_state_t */
 } gpumem_emu_cuda_op_t;
 
 
@@ -86,15 +112,75 @@ static void gpumem_emu_cuda_op_done(CUstream stream, gpumem_emu_cuda_op_t *op,
     }
     ucs_list_del(&op->list);
     ucs_free(op);
+    --gpumem_emu_cuda.queued;
 }
 
-/* Starts or goes on with the first operation; whether it is done */
-static int gpumem_emu_cuda_op_step(CUstream stream, gpumem_emu_cuda_op_t *op)
+/* Calls the host function of @a op; the lock let go when @a unlocked.
+ * Once it has returned, @a op is no longer touched here: whoever steps the
+ * stream next takes it off */
+static void gpumem_emu_cuda_host_call(CUstream stream,
+                                      gpumem_emu_cuda_op_t *op, int unlocked)
+{
+    CUhostFn host_fn          = op->host_fn;
+    CUstreamCallback callback = op->callback;
+    CUstream handle           = op->handle;
+    void *user_data           = op->user_data;
+    CUresult status           = stream->error;
+
+    op->host_state = GPUMEM_EMU_CUDA_HOST_RUNNING;
+    if (unlocked) {
+        pthread_mutex_unlock(&gpumem_emu_cuda.lock);
+    }
+
+    gpumem_emu_cuda_in_host_fn = 1;
+    if (host_fn != NULL) {
+        host_fn(user_data);
+    } else {
+        callback(handle, status, user_data);
+    }
+    gpumem_emu_cuda_in_host_fn = 0;
+
+    __atomic_store_n(&op->host_state, GPUMEM_EMU_CUDA_HOST_RETURNED,
+                     __ATOMIC_RELEASE);
+    if (unlocked) {
+        pthread_mutex_lock(&gpumem_emu_cuda.lock);
+    }
+}
+
+/* Goes on with a host function: called by @a caller (0: none, 1: the lock
+ * held, 2: the lock let go) where it waits to be; whether it is done */
+static int gpumem_emu_cuda_host_step(CUstream stream, gpumem_emu_cuda_op_t *op,
+                                     int caller)
+{
+    if ((op->host_state == GPUMEM_EMU_CUDA_HOST_QUEUED) && (caller != 0)) {
+        gpumem_emu_cuda_host_call(stream, op, caller == 2);
+        if (caller == 2) {
+            /* Another thread may have taken it off while the lock was let
+             * go: the next step does */
+            return 0;
+        }
+    }
+    if (__atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE) !=
+        GPUMEM_EMU_CUDA_HOST_RETURNED) {
+        return 0;
+    }
+    gpumem_emu_cuda_op_done(stream, op, UCS_OK);
+    return 1;
+}
+
+/* Starts or goes on with the first operation, a host function called as
+ * gpumem_emu_cuda_host_step() says; whether it is done */
+static int gpumem_emu_cuda_op_step(CUstream stream, gpumem_emu_cuda_op_t *op,
+                                   int host_caller)
 {
     gpumem_driver_ops_t const *ops = gpumem_emu_cuda.emu->ops;
     ucs_status_t status;
 
-    if (op->record) {
+    if (op->kind == GPUMEM_EMU_CUDA_OP_HOST) {
+        return gpumem_emu_cuda_host_step(stream, op, host_caller);
+    }
+
+    if (op->kind == GPUMEM_EMU_CUDA_OP_RECORD) {
         if ((op->event != NULL) &&
             (op->event->generation == op->generation)) {
             op->event->pending = 0;
@@ -119,37 +205,102 @@ static int gpumem_emu_cuda_op_step(CUstream stream, gpumem_emu_cuda_op_t *op)
     return 1;
 }
 
-void gpumem_emu_cuda_stream_progress(CUstream stream)
+/* Steps the stream's operations while they complete; whether a host
+ * function was called with the lock let go */
+static int gpumem_emu_cuda_stream_steps(CUstream stream, int host_caller)
 {
     gpumem_emu_cuda_op_t *op;
+    int called;
 
     while (!ucs_list_is_empty(&stream->ops)) {
-        op = ucs_list_head(&stream->ops, gpumem_emu_cuda_op_t, list);
-        if (!gpumem_emu_cuda_op_step(stream, op)) {
-            return;
+        op     = ucs_list_head(&stream->ops, gpumem_emu_cuda_op_t, list);
+        called = (host_caller == 2) && (op->kind == GPUMEM_EMU_CUDA_OP_HOST) &&
+                 (op->host_state == GPUMEM_EMU_CUDA_HOST_QUEUED);
+        if (!gpumem_emu_cuda_op_step(stream, op, host_caller)) {
+            return called;
         }
+        if (called) {
+            /* The stream may have new work, or another thread its end */
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void gpumem_emu_cuda_stream_progress(CUstream stream)
+{
+    gpumem_emu_cuda_stream_steps(stream, 0);
+}
+
+int gpumem_emu_cuda_stream_run(CUstream stream)
+{
+    return gpumem_emu_cuda_stream_steps(stream, 2);
+}
+
+/* The stream's error, told once */
+static CUresult gpumem_emu_cuda_stream_error(CUstream stream)
+{
+    CUresult res = stream->error;
+
+    stream->error = CUDA_SUCCESS;
+    return res;
+}
+
+void gpumem_emu_cuda_stream_step(CUstream stream, int yield)
+{
+    if (!yield) {
+        gpumem_emu_cuda_stream_steps(stream, 1);
+        return;
+    }
+
+    gpumem_emu_cuda_stream_progress(stream);
+    if (!ucs_list_is_empty(&stream->ops)) {
+        gpumem_emu_cuda_yield();
     }
 }
 
 CUresult gpumem_emu_cuda_stream_drain(CUstream stream)
 {
-    CUresult res;
+    while (!ucs_list_is_empty(&stream->ops)) {
+        gpumem_emu_cuda_stream_step(stream, 0);
+    }
+    return gpumem_emu_cuda_stream_error(stream);
+}
+
+CUresult gpumem_emu_cuda_stream_wait(CUstream stream)
+{
+    int yield = gpumem_emu_cuda_can_yield();
 
     while (!ucs_list_is_empty(&stream->ops)) {
-        gpumem_emu_cuda_stream_progress(stream);
+        gpumem_emu_cuda_stream_step(stream, yield);
     }
-    res           = stream->error;
-    stream->error = CUDA_SUCCESS;
-    return res;
+    return gpumem_emu_cuda_stream_error(stream);
+}
+
+/* Until a pass finds every stream without work, so that none has any when
+ * it returns; after a step, which may have let the lock go, the walk
+ * starts again */
+static void gpumem_emu_cuda_ctx_steps(CUcontext ctx, int yield)
+{
+    CUstream stream;
+
+again:
+    ucs_list_for_each(stream, &ctx->streams, list) {
+        if (!ucs_list_is_empty(&stream->ops)) {
+            gpumem_emu_cuda_stream_step(stream, yield);
+            goto again;
+        }
+    }
 }
 
 void gpumem_emu_cuda_ctx_drain(CUcontext ctx)
 {
-    CUstream stream;
+    gpumem_emu_cuda_ctx_steps(ctx, 0);
+}
 
-    ucs_list_for_each(stream, &ctx->streams, list) {
-        gpumem_emu_cuda_stream_drain(stream);
-    }
+void gpumem_emu_cuda_ctx_wait(CUcontext ctx)
+{
+    gpumem_emu_cuda_ctx_steps(ctx, gpumem_emu_cuda_can_yield());
 }
 
 static CUresult gpumem_emu_cuda_op_queue(CUstream stream,
@@ -164,8 +315,10 @@ static CUresult gpumem_emu_cuda_op_queue(CUstream stream,
 
     *op = *proto;
     ucs_list_add_tail(&stream->ops, &op->list);
+    ++gpumem_emu_cuda.queued;
     /* Work of an idle stream starts when it is queued */
     gpumem_emu_cuda_stream_progress(stream);
+    gpumem_emu_cuda_progress_wake();
     return CUDA_SUCCESS;
 }
 
@@ -175,6 +328,7 @@ CUresult gpumem_emu_cuda_stream_copy(CUstream stream, int gpu, uint64_t dst,
 {
     gpumem_emu_cuda_op_t op = {};
 
+    op.kind    = GPUMEM_EMU_CUDA_OP_COPY;
     op.gpu     = gpu;
     op.dst     = dst;
     op.dst_dev = dst_dev;
@@ -190,7 +344,7 @@ CUresult gpumem_emu_cuda_stream_record(CUstream stream, CUevent event)
 
     event->stream  = stream;
     event->pending = 1;
-    op.record      = 1;
+    op.kind        = GPUMEM_EMU_CUDA_OP_RECORD;
     op.event       = event;
     op.generation  = ++event->generation;
     return gpumem_emu_cuda_op_queue(stream, &op);
@@ -254,7 +408,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
     }
     res = gpumem_emu_cuda_stream_get(hStream, &stream);
     if (res == CUDA_SUCCESS) {
-        res = gpumem_emu_cuda_stream_drain(stream);
+        res = gpumem_emu_cuda_stream_wait(stream);
     }
     return gpumem_emu_cuda_return(res);
 }
@@ -276,7 +430,60 @@ CUresult CUDAAPI cuStreamQuery(CUstream hStream)
     if (!ucs_list_is_empty(&stream->ops)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_NOT_READY);
     }
-    res           = stream->error;
-    stream->error = CUDA_SUCCESS;
-    return gpumem_emu_cuda_return(res);
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_stream_error(stream));
+}
+
+static CUresult gpumem_emu_cuda_stream_host(CUstream hStream, CUhostFn fn,
+                                            CUstreamCallback callback,
+                                            void *user_data)
+{
+    gpumem_emu_cuda_op_t op = {};
+    CUstream stream;
+    CUresult res;
+
+    res = gpumem_emu_cuda_stream_get(hStream, &stream);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+
+    op.kind       = GPUMEM_EMU_CUDA_OP_HOST;
+    op.host_fn    = fn;
+    op.callback   = callback;
+    op.handle     = hStream;
+    op.user_data  = user_data;
+    op.host_state = GPUMEM_EMU_CUDA_HOST_QUEUED;
+    return gpumem_emu_cuda_op_queue(stream, &op);
+}
+
+CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
+                                  void *userData)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (fn == NULL) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_stream_host(hStream, fn,
+                                                              NULL, userData));
+}
+
+/* The callback is told the stream's error, if its earlier work had one */
+CUresult CUDAAPI cuStreamAddCallback(CUstream hStream,
+                                     CUstreamCallback callback,
+                                     void *userData, unsigned int flags)
+{
+    CUresult res = gpumem_emu_cuda_enter();
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if ((callback == NULL) || (flags != 0)) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_VALUE);
+    }
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_stream_host(hStream, NULL,
+                                                              callback,
+                                                              userData));
 }

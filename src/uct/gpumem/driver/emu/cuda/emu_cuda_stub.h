@@ -24,7 +24,6 @@ BEGIN_C_DECLS
     _fn(cuFlushGPUDirectRDMAWrites) \
     _fn(cuIpcGetEventHandle) \
     _fn(cuIpcOpenEventHandle) \
-    _fn(cuLaunchHostFunc) \
     _fn(cuLaunchKernel) \
     _fn(cuMemAllocFromPoolAsync) \
     _fn(cuMemPoolCreate) \
@@ -43,7 +42,6 @@ BEGIN_C_DECLS
     _fn(cuModuleGetFunction) \
     _fn(cuModuleLoad) \
     _fn(cuModuleLoadData) \
-    _fn(cuStreamAddCallback) \
     _fn(cuStreamGetCtx)
 
 

@@ -1,0 +1,280 @@
+/**
+ * gpumem tests: the emulated CUDA's streams: work that goes on with no call
+ * asking, host functions in the stream's order, and waits that let other
+ * threads go on.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "emu_cuda_test.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+#include <unistd.h>
+
+
+/* Long enough for any step of the engine on a loaded machine */
+static const auto emu_cuda_patience = std::chrono::seconds(30);
+
+/* Waits, with no CUDA call, for @a flag; whether it came in time */
+static bool wait_for(const std::atomic<int> &flag)
+{
+    auto deadline = std::chrono::steady_clock::now() + emu_cuda_patience;
+
+    while (!flag.load()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        usleep(1000);
+    }
+    return true;
+}
+
+/* What a host function of these tests records */
+struct host_record {
+    std::atomic<int> called{0};
+    std::thread::id  thread;
+    std::vector<int> *order = NULL;
+    int              value  = 0;
+};
+
+static void record_host_call(void *arg)
+{
+    host_record *record = (host_record*)arg;
+
+    record->thread = std::this_thread::get_id();
+    if (record->order != NULL) {
+        record->order->push_back(record->value);
+    }
+    record->called = 1;
+}
+
+
+class emu_cuda_stream : public emu_cuda_test {
+protected:
+    emu_cuda_stream() : m_stream(NULL), m_src(0), m_dst(0) {}
+
+    virtual void SetUp()
+    {
+        emu_cuda_test::SetUp();
+        ASSERT_EQ(CUDA_SUCCESS, p_cuStreamCreate(&m_stream, 0));
+        ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&m_src, size));
+        ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&m_dst, size));
+    }
+
+    virtual void TearDown()
+    {
+        if (m_dst != 0) {
+            EXPECT_EQ(CUDA_SUCCESS, p_cuMemFree(m_dst));
+        }
+        if (m_src != 0) {
+            EXPECT_EQ(CUDA_SUCCESS, p_cuMemFree(m_src));
+        }
+        if (m_stream != NULL) {
+            EXPECT_EQ(CUDA_SUCCESS, p_cuStreamDestroy(m_stream));
+        }
+        emu_cuda_test::TearDown();
+    }
+
+    /* Fills the source with a pattern of @a seed, and returns it */
+    std::vector<unsigned char> fill_source(unsigned seed)
+    {
+        std::vector<unsigned char> bytes(size);
+
+        for (size_t i = 0; i < bytes.size(); ++i) {
+            bytes[i] = (unsigned char)(i * 31 + seed);
+        }
+        EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_src, bytes.data(),
+                                               bytes.size()));
+        return bytes;
+    }
+
+    std::vector<unsigned char> read_destination()
+    {
+        std::vector<unsigned char> bytes(size);
+
+        EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoH(bytes.data(), m_dst,
+                                               bytes.size()));
+        return bytes;
+    }
+
+    /* Many steps of the emu's engine (a quarter MiB each) */
+    static const size_t size = 8ul << 20;
+
+    CUstream    m_stream;
+    CUdeviceptr m_src, m_dst;
+};
+
+
+/* A copy of many engine steps, then a host function: the function is
+ * called, in a thread of the library, though no call asks about the
+ * stream; the copy is then done */
+TEST_F(emu_cuda_stream, work_goes_on_with_no_call_asking) {
+    std::vector<unsigned char> bytes = fill_source(7);
+    host_record record;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(m_dst, m_src, size, m_stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
+                                               &record));
+    EXPECT_TRUE(wait_for(record.called))
+        << "the stream's work did not go on while no call asked";
+    EXPECT_NE(std::this_thread::get_id(), record.thread);
+
+    /* The function returned: its op leaves the stream at the next step */
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamQuery(m_stream));
+    EXPECT_TRUE(bytes == read_destination()) << "the bytes copied differ";
+}
+
+/* Host functions and callbacks in the order queued, each after the work
+ * queued before it; a callback is told its stream and its status */
+TEST_F(emu_cuda_stream, host_functions_in_the_streams_order) {
+    struct callback_seen {
+        CUstream         stream;
+        CUresult         status;
+        std::vector<int> *order;
+    } seen = {NULL, CUDA_ERROR_UNKNOWN, NULL};
+    std::vector<int> order;
+    host_record first, second;
+
+    fill_source(3);
+    first.order  = &order;
+    first.value  = 1;
+    second.order = &order;
+    second.value = 2;
+    seen.order   = &order;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
+                                               &first));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(m_dst, m_src, size, m_stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
+                                               &second));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamAddCallback(
+            m_stream,
+            [](CUstream stream, CUresult status, void *arg) {
+                callback_seen *s = (callback_seen*)arg;
+
+                s->stream = stream;
+                s->status = status;
+                s->order->push_back(3);
+            },
+            &seen, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+
+    EXPECT_EQ((std::vector<int>{1, 2, 3}), order);
+    EXPECT_EQ(m_stream, seen.stream);
+    EXPECT_EQ(CUDA_SUCCESS, seen.status);
+}
+
+/* A synchronize returns after the host function has */
+TEST_F(emu_cuda_stream, synchronize_waits_for_a_host_function) {
+    static std::atomic<int> returned;
+
+    returned = 0;
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            m_stream,
+            [](void*) {
+                usleep(100000);
+                returned = 1;
+            },
+            NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    EXPECT_EQ(1, returned.load());
+
+    returned = 0;
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            NULL,
+            [](void*) {
+                usleep(100000);
+                returned = 1;
+            },
+            NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxSynchronize());
+    EXPECT_EQ(1, returned.load());
+}
+
+/* A free waits for the context's work, a host function's too */
+TEST_F(emu_cuda_stream, free_waits_for_a_host_function) {
+    host_record record;
+    CUdeviceptr other;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&other, 4096));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(m_dst, m_src, size, m_stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
+                                               &record));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemFree(other));
+    EXPECT_EQ(1, record.called.load());
+}
+
+/* As NVIDIA documents: a host function may call no CUDA */
+TEST_F(emu_cuda_stream, host_function_may_call_no_cuda) {
+    struct {
+        CUstream stream;
+        CUresult res;
+    } call = {m_stream, CUDA_SUCCESS};
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            m_stream,
+            [](void *arg) {
+                auto c = (decltype(&call))arg;
+                c->res = p_cuStreamQuery(c->stream);
+            },
+            &call));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    EXPECT_EQ(CUDA_ERROR_NOT_PERMITTED, call.res);
+}
+
+TEST_F(emu_cuda_stream, host_function_arguments_are_checked) {
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuLaunchHostFunc(m_stream, NULL, NULL));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuStreamAddCallback(m_stream, NULL, NULL, 0));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuStreamAddCallback(m_stream,
+                                    [](CUstream, CUresult, void*) {}, NULL,
+                                    1));
+}
+
+/* While one thread synchronizes a stream whose host function waits for
+ * another thread, that thread's calls go on */
+TEST_F(emu_cuda_stream, synchronize_lets_other_threads_call) {
+    static std::atomic<int> go;
+    std::atomic<int> called{0};
+    CUresult other_res = CUDA_ERROR_UNKNOWN;
+    CUcontext ctx      = m_ctx;
+    CUstream stream    = m_stream;
+
+    go = 0;
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            m_stream,
+            [](void*) {
+                auto deadline = std::chrono::steady_clock::now() +
+                                emu_cuda_patience;
+                while (!go.load() &&
+                       (std::chrono::steady_clock::now() < deadline)) {
+                    usleep(1000);
+                }
+            },
+            NULL));
+
+    std::thread other([&]() {
+        CUcontext popped;
+
+        /* Called while the test's thread synchronizes */
+        usleep(50000);
+        if (p_cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {
+            other_res = p_cuStreamQuery(stream);
+            p_cuCtxPopCurrent(&popped);
+        }
+        called = 1;
+        go     = 1;
+    });
+
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    other.join();
+    EXPECT_EQ(1, called.load());
+    EXPECT_EQ(CUDA_ERROR_NOT_READY, other_res)
+        << "the other thread's call did not find the host function running";
+}
