@@ -229,13 +229,6 @@ excluded=(
     # stubs, and CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0): UCX
     # 1.18's tests of pool memory ask no attribute first
     "cuda_ipc/test_cuda_ipc_md.multiple_mds_mempool/*"
-    # The emulated streams move their copies only when asked (a query, a
-    # synchronize, an event's query); this test of UCX 1.18 to 1.20 frees
-    # the memory of a copy its flush left queued, which a GPU would have
-    # moved in the background: the stream's destroy then copies into
-    # memory no longer there (a progress thread of the emulated CUDA is
-    # what it needs)
-    "cuda_copy/uct_flush_test.put_zcopy_flush_ep_remote/*"
     # From UCX 1.18 on, each of the 10000 operations moves the transport's
     # largest size (max_short UINT_MAX and max_zcopy SIZE_MAX, as
     # cuda_copy's): terabytes through the emulated engine, past any time

@@ -8,15 +8,21 @@
 
 #include "emu_cuda_test.h"
 
+#include <common/watchdog.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
+#include <sys/wait.h>
 #include <unistd.h>
 
 
 /* Long enough for any step of the engine on a loaded machine */
 static const auto emu_cuda_patience = std::chrono::seconds(30);
+
+/* What a test's watchdog allows, a hang failing the test */
+static const unsigned emu_cuda_hang = 120;
 
 /* Waits, with no CUDA call, for @a flag; whether it came in time */
 static bool wait_for(const std::atomic<int> &flag)
@@ -131,26 +137,44 @@ TEST_F(emu_cuda_stream, work_goes_on_with_no_call_asking) {
 /* Host functions and callbacks in the order queued, each after the work
  * queued before it; a callback is told its stream and its status */
 TEST_F(emu_cuda_stream, host_functions_in_the_streams_order) {
+    gpumem_test::watchdog watchdog("host functions in a stream",
+                                   emu_cuda_hang);
     struct callback_seen {
         CUstream         stream;
         CUresult         status;
         std::vector<int> *order;
     } seen = {NULL, CUDA_ERROR_UNKNOWN, NULL};
+    struct copy_seen {
+        const std::vector<unsigned char> *expected, *landed;
+        std::vector<int>                 *order;
+        bool                             equal;
+    } copied;
+    std::vector<unsigned char> expected = fill_source(3), landed(size);
     std::vector<int> order;
-    host_record first, second;
+    host_record first;
 
-    fill_source(3);
-    first.order  = &order;
-    first.value  = 1;
-    second.order = &order;
-    second.value = 2;
-    seen.order   = &order;
+    first.order     = &order;
+    first.value     = 1;
+    seen.order      = &order;
+    copied.expected = &expected;
+    copied.landed   = &landed;
+    copied.order    = &order;
+    copied.equal    = false;
 
     ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
                                                &first));
-    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(m_dst, m_src, size, m_stream));
-    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
-                                               &second));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyAsync((uintptr_t)landed.data(), m_src,
+                                            size, m_stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            m_stream,
+            [](void *arg) {
+                copy_seen *c = (copy_seen*)arg;
+
+                /* The copy before is done: its bytes are in place */
+                c->equal = (*c->expected == *c->landed);
+                c->order->push_back(2);
+            },
+            &copied));
     ASSERT_EQ(CUDA_SUCCESS, p_cuStreamAddCallback(
             m_stream,
             [](CUstream stream, CUresult status, void *arg) {
@@ -164,12 +188,107 @@ TEST_F(emu_cuda_stream, host_functions_in_the_streams_order) {
     ASSERT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
 
     EXPECT_EQ((std::vector<int>{1, 2, 3}), order);
+    EXPECT_TRUE(copied.equal)
+        << "a host function ran before the copy queued before it was done";
     EXPECT_EQ(m_stream, seen.stream);
     EXPECT_EQ(CUDA_SUCCESS, seen.status);
 }
 
+/* As UCX's cuda transports wait: an event recorded after a host function,
+ * polled with cuEventQuery alone, completes once the function has run */
+TEST_F(emu_cuda_stream, event_after_a_host_function_completes_by_polling) {
+    host_record record;
+    CUevent event;
+    CUresult res = CUDA_ERROR_NOT_READY;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(m_dst, m_src, size, m_stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
+                                               &record));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventRecord(event, m_stream));
+
+    auto deadline = std::chrono::steady_clock::now() + emu_cuda_patience;
+    while ((res == CUDA_ERROR_NOT_READY) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        res = p_cuEventQuery(event);
+    }
+    EXPECT_EQ(CUDA_SUCCESS, res);
+    EXPECT_EQ(1, record.called.load());
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuEventDestroy(event));
+}
+
+/* A synchronize waits for the work queued before it, not for what another
+ * thread goes on queueing: here a stream that is never empty */
+TEST_F(emu_cuda_stream, synchronize_waits_for_earlier_work_only) {
+    gpumem_test::watchdog watchdog("a synchronize while another thread "
+                                   "queues", emu_cuda_hang);
+    std::atomic<int> stop{0}, queued{0}, failed{0}, ended{0};
+    CUcontext ctx   = m_ctx;
+    CUstream stream = m_stream;
+    host_record first;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(m_stream, record_host_call,
+                                               &first));
+    std::thread other([&]() {
+        CUcontext popped;
+        auto deadline = std::chrono::steady_clock::now() + emu_cuda_patience;
+
+        if (p_cuCtxPushCurrent(ctx) != CUDA_SUCCESS) {
+            failed = 1;
+            return;
+        }
+        while (!stop.load() && (std::chrono::steady_clock::now() < deadline)) {
+            if (p_cuLaunchHostFunc(stream, [](void*) { usleep(2000); },
+                                   NULL) != CUDA_SUCCESS) {
+                failed = 1;
+                break;
+            }
+            ++queued;
+            usleep(1000);
+        }
+        ended = 1;
+        p_cuCtxPopCurrent(&popped);
+    });
+
+    while (queued.load() < 5) {
+        usleep(1000);
+    }
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    int returned_while_queueing = !ended.load();
+    stop = 1;
+    other.join();
+    EXPECT_EQ(1, first.called.load());
+    EXPECT_EQ(0, failed.load());
+    EXPECT_TRUE(returned_while_queueing)
+        << "the synchronize waited for work queued after it";
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+}
+
+/* The child of a fork of a process whose progress thread runs has no
+ * CUDA, and does not hang in the lock the thread had */
+TEST_F(emu_cuda_stream, child_of_a_fork_during_work_is_not_initialized) {
+    gpumem_test::watchdog watchdog("a fork while the stream works",
+                                   emu_cuda_hang);
+    int status = 0;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoDAsync(m_dst, m_src, size, m_stream));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        _exit((p_cuStreamQuery(m_stream) == CUDA_ERROR_NOT_INITIALIZED) ?
+              0 : 1);
+    }
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+        << "the child's query was not CUDA_ERROR_NOT_INITIALIZED";
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+}
+
 /* A synchronize returns after the host function has */
 TEST_F(emu_cuda_stream, synchronize_waits_for_a_host_function) {
+    gpumem_test::watchdog watchdog("a synchronize of a host function",
+                                   emu_cuda_hang);
     static std::atomic<int> returned;
 
     returned = 0;
@@ -197,6 +316,8 @@ TEST_F(emu_cuda_stream, synchronize_waits_for_a_host_function) {
 
 /* A free waits for the context's work, a host function's too */
 TEST_F(emu_cuda_stream, free_waits_for_a_host_function) {
+    gpumem_test::watchdog watchdog("a free after a host function",
+                                   emu_cuda_hang);
     host_record record;
     CUdeviceptr other;
 
@@ -210,6 +331,8 @@ TEST_F(emu_cuda_stream, free_waits_for_a_host_function) {
 
 /* As NVIDIA documents: a host function may call no CUDA */
 TEST_F(emu_cuda_stream, host_function_may_call_no_cuda) {
+    gpumem_test::watchdog watchdog("a host function's CUDA call",
+                                   emu_cuda_hang);
     struct {
         CUstream stream;
         CUresult res;
@@ -220,6 +343,10 @@ TEST_F(emu_cuda_stream, host_function_may_call_no_cuda) {
             [](void *arg) {
                 auto c = (decltype(&call))arg;
                 c->res = p_cuStreamQuery(c->stream);
+                /* cuInit too, which a runtime calls first */
+                if (p_cuInit(0) != CUDA_ERROR_NOT_PERMITTED) {
+                    c->res = CUDA_ERROR_UNKNOWN;
+                }
             },
             &call));
     ASSERT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
@@ -240,6 +367,8 @@ TEST_F(emu_cuda_stream, host_function_arguments_are_checked) {
 /* While one thread synchronizes a stream whose host function waits for
  * another thread, that thread's calls go on */
 TEST_F(emu_cuda_stream, synchronize_lets_other_threads_call) {
+    gpumem_test::watchdog watchdog("a synchronize while another thread "
+                                   "calls", emu_cuda_hang);
     static std::atomic<int> go;
     std::atomic<int> called{0};
     CUresult other_res = CUDA_ERROR_UNKNOWN;

@@ -160,7 +160,10 @@ typedef struct gpumem_emu_cuda {
     pthread_mutex_t     lock;        /* Recursive */
     pthread_cond_t      work;        /* Signalled as work is queued */
     int                 progress;    /* The progress thread runs */
+    int                 stopping;    /* The library is unloaded: the
+                                        thread has stopped */
     unsigned long       queued;      /* Operations in the streams */
+    unsigned long long  last_op;     /* The number of the last queued */
     int                 initialized; /* cuInit succeeded in this process */
     int                 forked;      /* A child of a fork of a process in
                                         which it had */

@@ -23,9 +23,11 @@
  * synchronize waits (gpumem_emu_cuda_stream_wait()) */
 static void gpumem_emu_cuda_event_wait(CUevent event)
 {
-    int yield = gpumem_emu_cuda_can_yield();
+    unsigned generation = event->generation;
+    int yield           = gpumem_emu_cuda_can_yield();
 
-    while (event->pending) {
+    /* The record of the call's time, not one made while the lock is let go */
+    while (event->pending && (event->generation == generation)) {
         gpumem_emu_cuda_stream_step(event->stream, yield);
     }
 }

@@ -40,6 +40,7 @@ static void gpumem_emu_cuda_atfork_child(void)
     gpumem_emu_cuda.lock        = lock;
     gpumem_emu_cuda.work        = work;
     gpumem_emu_cuda_lock_depth  = 0;
+    gpumem_emu_cuda_in_host_fn  = 0;
     gpumem_emu_cuda_progress_forget();
     gpumem_emu_cuda.forked      = gpumem_emu_cuda.initialized;
     gpumem_emu_cuda.initialized = 0;
@@ -49,9 +50,23 @@ static void gpumem_emu_cuda_atfork_child(void)
     gpumem_emu_cuda.num_devices = 0;
 }
 
+/* The fork takes the lock, so that the child's copy of the emu driver's
+ * state is not one the progress thread was changing */
+static void gpumem_emu_cuda_atfork_prepare(void)
+{
+    pthread_mutex_lock(&gpumem_emu_cuda.lock);
+}
+
+static void gpumem_emu_cuda_atfork_parent(void)
+{
+    pthread_mutex_unlock(&gpumem_emu_cuda.lock);
+}
+
 static void gpumem_emu_cuda_atfork_init(void)
 {
-    pthread_atfork(NULL, NULL, gpumem_emu_cuda_atfork_child);
+    pthread_atfork(gpumem_emu_cuda_atfork_prepare,
+                   gpumem_emu_cuda_atfork_parent,
+                   gpumem_emu_cuda_atfork_child);
 }
 
 void gpumem_emu_cuda_lock(void)
@@ -201,6 +216,9 @@ CUresult CUDAAPI cuInit(unsigned int flags)
 
     if (flags != 0) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (gpumem_emu_cuda_in_host_fn) {
+        return CUDA_ERROR_NOT_PERMITTED;
     }
 
     pthread_once(&gpumem_emu_cuda_atfork_once, gpumem_emu_cuda_atfork_init);

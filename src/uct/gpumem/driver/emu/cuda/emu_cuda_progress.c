@@ -6,7 +6,8 @@
  * Here one thread of the library's own does both: it sleeps while no
  * stream has work, and steps every stream while one has. Started at the
  * first work queued, it lives as long as the process (a child of a fork
- * has none, and no CUDA either).
+ * has none, and no CUDA either), and stops when the library is unloaded:
+ * the calls made after, at a process's exit, move their work themselves.
  *
  * See file LICENSE for terms.
  */
@@ -54,7 +55,7 @@ static void *gpumem_emu_cuda_progress_main(void *arg UCS_V_UNUSED)
 {
     gpumem_emu_cuda_lock();
     for (;;) {
-        if (gpumem_emu_cuda.queued == 0) {
+        if ((gpumem_emu_cuda.queued == 0) || gpumem_emu_cuda.stopping) {
             /* The lock is held once here, which the wait lets go */
             pthread_cond_wait(&gpumem_emu_cuda.work, &gpumem_emu_cuda.lock);
             continue;
@@ -68,16 +69,23 @@ static void *gpumem_emu_cuda_progress_main(void *arg UCS_V_UNUSED)
     return NULL;
 }
 
-/* With every signal blocked, so that the application's and UCX's handlers
- * run in threads of their own */
+/* With the signals sent to the process blocked, so that the
+ * application's and UCX's handlers run in threads of their own; a fault of
+ * its own (a copy into memory freed under it) is not */
 static int gpumem_emu_cuda_progress_start(void)
 {
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
+                                 SIGSYS};
     pthread_attr_t attr;
     sigset_t all, saved;
     pthread_t thread;
+    unsigned i;
     int ret;
 
     sigfillset(&all);
+    for (i = 0; i < sizeof(faults) / sizeof(faults[0]); ++i) {
+        sigdelset(&all, faults[i]);
+    }
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -99,7 +107,7 @@ static int gpumem_emu_cuda_progress_tried;
 
 void gpumem_emu_cuda_progress_wake(void)
 {
-    if (!gpumem_emu_cuda_progress_tried) {
+    if (!gpumem_emu_cuda_progress_tried && !gpumem_emu_cuda.stopping) {
         gpumem_emu_cuda_progress_tried = 1;
         gpumem_emu_cuda.progress       = gpumem_emu_cuda_progress_start();
     }
@@ -123,4 +131,14 @@ void gpumem_emu_cuda_progress_forget(void)
     gpumem_emu_cuda_progress_tried = 0;
     gpumem_emu_cuda.progress       = 0;
     gpumem_emu_cuda.queued         = 0;
+}
+
+/* At the library's unload (a process's exit): the thread stops touching
+ * what the process's other destructors free */
+static void UCS_F_DTOR gpumem_emu_cuda_progress_stop(void)
+{
+    gpumem_emu_cuda_lock();
+    gpumem_emu_cuda.stopping = 1;
+    gpumem_emu_cuda.progress = 0;
+    gpumem_emu_cuda_unlock();
 }

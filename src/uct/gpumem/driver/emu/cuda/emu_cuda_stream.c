@@ -21,6 +21,8 @@
 #include "emu_cuda.h"
 
 #include <ucs/debug/memtrack_int.h>
+#include <limits.h>
+#include <sched.h>
 
 
 typedef enum {
@@ -44,6 +46,7 @@ typedef enum {
 typedef struct gpumem_emu_cuda_op {
     ucs_list_link_t           list;
     gpumem_emu_cuda_op_kind_t kind;
+    unsigned long long        number;      /* In the order of all queued */
     CUevent                   event;       /* The record's; NULL once the
                                               event is destroyed */
     unsigned                  generation;  /* The record's */
@@ -152,16 +155,22 @@ static void gpumem_emu_cuda_host_call(CUstream stream,
 static int gpumem_emu_cuda_host_step(CUstream stream, gpumem_emu_cuda_op_t *op,
                                      int caller)
 {
-    if ((op->host_state == GPUMEM_EMU_CUDA_HOST_QUEUED) && (caller != 0)) {
+    int state = __atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE);
+
+    if ((state == GPUMEM_EMU_CUDA_HOST_QUEUED) && (caller != 0)) {
         gpumem_emu_cuda_host_call(stream, op, caller == 2);
         if (caller == 2) {
             /* Another thread may have taken it off while the lock was let
              * go: the next step does */
             return 0;
         }
+        state = GPUMEM_EMU_CUDA_HOST_RETURNED;
     }
-    if (__atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE) !=
-        GPUMEM_EMU_CUDA_HOST_RETURNED) {
+    if (state != GPUMEM_EMU_CUDA_HOST_RETURNED) {
+        if ((state == GPUMEM_EMU_CUDA_HOST_RUNNING) && (caller == 1)) {
+            /* The progress thread calls it, the lock let go */
+            sched_yield();
+        }
         return 0;
     }
     gpumem_emu_cuda_op_done(stream, op, UCS_OK);
@@ -215,7 +224,8 @@ static int gpumem_emu_cuda_stream_steps(CUstream stream, int host_caller)
     while (!ucs_list_is_empty(&stream->ops)) {
         op     = ucs_list_head(&stream->ops, gpumem_emu_cuda_op_t, list);
         called = (host_caller == 2) && (op->kind == GPUMEM_EMU_CUDA_OP_HOST) &&
-                 (op->host_state == GPUMEM_EMU_CUDA_HOST_QUEUED);
+                 (__atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE) ==
+                  GPUMEM_EMU_CUDA_HOST_QUEUED);
         if (!gpumem_emu_cuda_op_step(stream, op, host_caller)) {
             return called;
         }
@@ -227,9 +237,11 @@ static int gpumem_emu_cuda_stream_steps(CUstream stream, int host_caller)
     return 0;
 }
 
+/* Host functions are the progress thread's, and the caller's where there
+ * is none */
 void gpumem_emu_cuda_stream_progress(CUstream stream)
 {
-    gpumem_emu_cuda_stream_steps(stream, 0);
+    gpumem_emu_cuda_stream_steps(stream, !gpumem_emu_cuda.progress);
 }
 
 int gpumem_emu_cuda_stream_run(CUstream stream)
@@ -259,6 +271,15 @@ void gpumem_emu_cuda_stream_step(CUstream stream, int yield)
     }
 }
 
+/* Whether the stream's work up to operation @a last is done */
+static int gpumem_emu_cuda_stream_done(CUstream stream,
+                                       unsigned long long last)
+{
+    return ucs_list_is_empty(&stream->ops) ||
+           (ucs_list_head(&stream->ops, gpumem_emu_cuda_op_t, list)->number >
+            last);
+}
+
 CUresult gpumem_emu_cuda_stream_drain(CUstream stream)
 {
     while (!ucs_list_is_empty(&stream->ops)) {
@@ -267,26 +288,29 @@ CUresult gpumem_emu_cuda_stream_drain(CUstream stream)
     return gpumem_emu_cuda_stream_error(stream);
 }
 
+/* The work queued before the call, not what other threads queue while the
+ * lock is let go */
 CUresult gpumem_emu_cuda_stream_wait(CUstream stream)
 {
-    int yield = gpumem_emu_cuda_can_yield();
+    unsigned long long last = gpumem_emu_cuda.last_op;
+    int yield               = gpumem_emu_cuda_can_yield();
 
-    while (!ucs_list_is_empty(&stream->ops)) {
+    while (!gpumem_emu_cuda_stream_done(stream, last)) {
         gpumem_emu_cuda_stream_step(stream, yield);
     }
     return gpumem_emu_cuda_stream_error(stream);
 }
 
-/* Until a pass finds every stream without work, so that none has any when
- * it returns; after a step, which may have let the lock go, the walk
- * starts again */
-static void gpumem_emu_cuda_ctx_steps(CUcontext ctx, int yield)
+/* Until a pass finds every stream done up to @a last; after a step, which
+ * may have let the lock go, the walk starts again */
+static void gpumem_emu_cuda_ctx_steps(CUcontext ctx, int yield,
+                                      unsigned long long last)
 {
     CUstream stream;
 
 again:
     ucs_list_for_each(stream, &ctx->streams, list) {
-        if (!ucs_list_is_empty(&stream->ops)) {
+        if (!gpumem_emu_cuda_stream_done(stream, last)) {
             gpumem_emu_cuda_stream_step(stream, yield);
             goto again;
         }
@@ -295,12 +319,13 @@ again:
 
 void gpumem_emu_cuda_ctx_drain(CUcontext ctx)
 {
-    gpumem_emu_cuda_ctx_steps(ctx, 0);
+    gpumem_emu_cuda_ctx_steps(ctx, 0, ULLONG_MAX);
 }
 
 void gpumem_emu_cuda_ctx_wait(CUcontext ctx)
 {
-    gpumem_emu_cuda_ctx_steps(ctx, gpumem_emu_cuda_can_yield());
+    gpumem_emu_cuda_ctx_steps(ctx, gpumem_emu_cuda_can_yield(),
+                              gpumem_emu_cuda.last_op);
 }
 
 static CUresult gpumem_emu_cuda_op_queue(CUstream stream,
@@ -313,7 +338,8 @@ static CUresult gpumem_emu_cuda_op_queue(CUstream stream,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
 
-    *op = *proto;
+    *op        = *proto;
+    op->number = ++gpumem_emu_cuda.last_op;
     ucs_list_add_tail(&stream->ops, &op->list);
     ++gpumem_emu_cuda.queued;
     /* Work of an idle stream starts when it is queued */
