@@ -229,12 +229,6 @@ excluded=(
     # stubs, and CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0): UCX
     # 1.18's tests of pool memory ask no attribute first
     "cuda_ipc/test_cuda_ipc_md.multiple_mds_mempool/*"
-    # UCX 1.18 to 1.20's cuda_copy flush synchronizes its streams and
-    # returns, its completions dispatched at a later progress only: this
-    # test counts on its 10 MiB copy being done at the one progress call
-    # between the put and the flush, as a GPU's copy is within microseconds;
-    # the emulated engine's (a memmove) takes milliseconds
-    "cuda_copy/uct_flush_test.put_zcopy_flush_ep_remote/*"
     # From UCX 1.18 on, each of the 10000 operations moves the transport's
     # largest size (max_short UINT_MAX and max_zcopy SIZE_MAX, as
     # cuda_copy's): terabytes through the emulated engine, past any time
@@ -250,6 +244,17 @@ else
     build
     [ "$mode" = all ] || exit 0
 fi
+case $version in
+1.18.*|1.19.*|1.20.*)
+    # This UCX's cuda_copy flush synchronizes its streams and returns, its
+    # completions dispatched at a later progress only: this test counts on
+    # its 10 MiB copy being done at the one progress call between the put
+    # and the flush, as a GPU's copy is within microseconds; the emulated
+    # engine's (a memmove) takes milliseconds (later UCX flushes otherwise,
+    # and the test passes there)
+    excluded+=("cuda_copy/uct_flush_test.put_zcopy_flush_ep_remote/*")
+    ;;
+esac
 filter="$pattern-$(IFS=:; echo "${excluded[*]}")"
 
 shm=$(mktemp -d)
