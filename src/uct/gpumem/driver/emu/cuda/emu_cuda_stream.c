@@ -40,6 +40,15 @@ typedef enum {
 } gpumem_emu_cuda_host_state_t;
 
 
+/* Who may call a host function at the head of a stream, in a step */
+typedef enum {
+    GPUMEM_EMU_CUDA_HOST_BY_NONE,     /* Nobody: it waits */
+    GPUMEM_EMU_CUDA_HOST_BY_LOCKED,   /* The stepping thread, the lock held */
+    GPUMEM_EMU_CUDA_HOST_BY_UNLOCKED  /* The stepping thread, the lock let
+                                         go (the progress thread) */
+} gpumem_emu_cuda_host_caller_t;
+
+
 /**
  * A stream's operation: a copy, an event's record or a host function.
  */
@@ -150,16 +159,19 @@ static void gpumem_emu_cuda_host_call(CUstream stream,
     }
 }
 
-/* Goes on with a host function: called by @a caller (0: none, 1: the lock
- * held, 2: the lock let go) where it waits to be; whether it is done */
-static int gpumem_emu_cuda_host_step(CUstream stream, gpumem_emu_cuda_op_t *op,
-                                     int caller)
+/* Goes on with a host function, called by @a caller where it waits to be;
+ * whether it is done */
+static int
+gpumem_emu_cuda_host_step(CUstream stream, gpumem_emu_cuda_op_t *op,
+                          gpumem_emu_cuda_host_caller_t caller)
 {
-    int state = __atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE);
+    int unlocked = (caller == GPUMEM_EMU_CUDA_HOST_BY_UNLOCKED);
+    int state    = __atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE);
 
-    if ((state == GPUMEM_EMU_CUDA_HOST_QUEUED) && (caller != 0)) {
-        gpumem_emu_cuda_host_call(stream, op, caller == 2);
-        if (caller == 2) {
+    if ((state == GPUMEM_EMU_CUDA_HOST_QUEUED) &&
+        (caller != GPUMEM_EMU_CUDA_HOST_BY_NONE)) {
+        gpumem_emu_cuda_host_call(stream, op, unlocked);
+        if (unlocked) {
             /* Another thread may have taken it off while the lock was let
              * go: the next step does */
             return 0;
@@ -167,7 +179,8 @@ static int gpumem_emu_cuda_host_step(CUstream stream, gpumem_emu_cuda_op_t *op,
         state = GPUMEM_EMU_CUDA_HOST_RETURNED;
     }
     if (state != GPUMEM_EMU_CUDA_HOST_RETURNED) {
-        if ((state == GPUMEM_EMU_CUDA_HOST_RUNNING) && (caller == 1)) {
+        if ((state == GPUMEM_EMU_CUDA_HOST_RUNNING) &&
+            (caller == GPUMEM_EMU_CUDA_HOST_BY_LOCKED)) {
             /* The progress thread calls it, the lock let go */
             sched_yield();
         }
@@ -180,7 +193,7 @@ static int gpumem_emu_cuda_host_step(CUstream stream, gpumem_emu_cuda_op_t *op,
 /* Starts or goes on with the first operation, a host function called as
  * gpumem_emu_cuda_host_step() says; whether it is done */
 static int gpumem_emu_cuda_op_step(CUstream stream, gpumem_emu_cuda_op_t *op,
-                                   int host_caller)
+                                   gpumem_emu_cuda_host_caller_t host_caller)
 {
     gpumem_driver_ops_t const *ops = gpumem_emu_cuda.emu->ops;
     ucs_status_t status;
@@ -216,14 +229,17 @@ static int gpumem_emu_cuda_op_step(CUstream stream, gpumem_emu_cuda_op_t *op,
 
 /* Steps the stream's operations while they complete; whether a host
  * function was called with the lock let go */
-static int gpumem_emu_cuda_stream_steps(CUstream stream, int host_caller)
+static int
+gpumem_emu_cuda_stream_steps(CUstream stream,
+                             gpumem_emu_cuda_host_caller_t host_caller)
 {
     gpumem_emu_cuda_op_t *op;
     int called;
 
     while (!ucs_list_is_empty(&stream->ops)) {
         op     = ucs_list_head(&stream->ops, gpumem_emu_cuda_op_t, list);
-        called = (host_caller == 2) && (op->kind == GPUMEM_EMU_CUDA_OP_HOST) &&
+        called = (host_caller == GPUMEM_EMU_CUDA_HOST_BY_UNLOCKED) &&
+                 (op->kind == GPUMEM_EMU_CUDA_OP_HOST) &&
                  (__atomic_load_n(&op->host_state, __ATOMIC_ACQUIRE) ==
                   GPUMEM_EMU_CUDA_HOST_QUEUED);
         if (!gpumem_emu_cuda_op_step(stream, op, host_caller)) {
@@ -241,12 +257,15 @@ static int gpumem_emu_cuda_stream_steps(CUstream stream, int host_caller)
  * is none */
 void gpumem_emu_cuda_stream_progress(CUstream stream)
 {
-    gpumem_emu_cuda_stream_steps(stream, !gpumem_emu_cuda.progress);
+    gpumem_emu_cuda_stream_steps(stream, gpumem_emu_cuda.progress ?
+                                         GPUMEM_EMU_CUDA_HOST_BY_NONE :
+                                         GPUMEM_EMU_CUDA_HOST_BY_LOCKED);
 }
 
 int gpumem_emu_cuda_stream_run(CUstream stream)
 {
-    return gpumem_emu_cuda_stream_steps(stream, 2);
+    return gpumem_emu_cuda_stream_steps(stream,
+                                        GPUMEM_EMU_CUDA_HOST_BY_UNLOCKED);
 }
 
 /* The stream's error, told once */
@@ -261,7 +280,7 @@ static CUresult gpumem_emu_cuda_stream_error(CUstream stream)
 void gpumem_emu_cuda_stream_step(CUstream stream, int yield)
 {
     if (!yield) {
-        gpumem_emu_cuda_stream_steps(stream, 1);
+        gpumem_emu_cuda_stream_steps(stream, GPUMEM_EMU_CUDA_HOST_BY_LOCKED);
         return;
     }
 
