@@ -13,7 +13,7 @@ SRC_LIST=/etc/apt/sources.list.d/gpumem-deb-src.sources
 PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libucx-dev ucx-utils
-    libhwloc-dev hwloc
+    libhwloc-dev hwloc bzip2
     libibverbs-dev rdma-core ibverbs-utils
     libgtest-dev
     openmpi-bin libopenmpi-dev

@@ -383,6 +383,42 @@ fi
 run bind_dot --xml "$pascal" --bind --dot
 check_status bind_dot "--bind with --dot exits 2" 2 "--bind"
 
+# A server whose InfiniBand adapters the export has as PCI functions only,
+# without an OpenFabrics OS device: hwloc's own test machine of eight NEC
+# vector engines and two ConnectX-4 (a Linux sysfs tree, which lstopo reads
+# as that machine and exports)
+nec_tree=$topologies/hwloc-nec-32intel64-2p8co2t+8ve.tar.bz2
+if ! command -v lstopo-no-graphics >/dev/null 2>&1; then
+    skip "nec lists its two InfiniBand adapters (lstopo-no-graphics of" \
+         "Debian's hwloc not installed)"
+elif ! tar -xjf "$nec_tree" 2>nec_tar.err; then
+    fail "nec lists its two InfiniBand adapters" \
+         "cannot unpack $nec_tree: $(head -n 1 nec_tar.err)"
+elif ! HWLOC_THISSYSTEM=0 lstopo-no-graphics --whole-io \
+           --input 32intel64-2p8co2t+8ve --of xml nec.xml 2>nec_lstopo.err; then
+    fail "nec lists its two InfiniBand adapters" \
+         "lstopo cannot read the tree: $(head -n 1 nec_lstopo.err)"
+else
+    run nec --xml nec.xml --sysfs $sysfs
+    if [ "$rc" -eq 0 ] && grep -q "^RDMA NICs (2):$" nec.out &&
+       grep -q "^  0000:1a:00.0  .* 15b3:1013 " nec.out &&
+       grep -q "^  0000:3e:00.0  .* 15b3:1013 " nec.out &&
+       grep -q "^GPUs (0):$" nec.out; then
+        pass "nec lists its two InfiniBand adapters by PCI address"
+    else
+        fail "nec lists its two InfiniBand adapters by PCI address" \
+             "exit status $rc: $(grep -A 3 "RDMA NICs" nec.out)"
+    fi
+    if [ $have_python = 1 ]; then
+        run nec_json --xml nec.xml --sysfs $sysfs --json
+        check_py nec_json "nec --json names both adapters by PCI address" '
+nics = d["nics"]
+assert [n["pci"] for n in nics] == ["0000:1a:00.0", "0000:3e:00.0"], nics
+assert all(n["name"] == n["pci"] and n["vendor"] == "15b3" for n in nics), nics
+'
+    fi
+fi
+
 # Bad input: a message naming the problem, exit 1; usage errors exit 2
 run missing --xml "$tmp/no-such.xml" --sysfs $sysfs --json
 check_status missing "missing XML exits 1 naming it" 1 "$tmp/no-such.xml"
