@@ -83,12 +83,17 @@ static void say_where(int signo)
     if (write(2, line, (size_t)len) < 0) {
         /* Nothing more to say */
     }
-    if ((signo == SIGALRM) && (stalled == 1)) {
+    if (((signo == SIGALRM) && (stalled == 1)) || (signo == SIGSEGV) ||
+        (signo == SIGBUS)) {
         void *frames[32];
 
         backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
     }
-    if (signo != SIGALRM) {
+    if ((signo == SIGSEGV) || (signo == SIGBUS)) {
+        /* The fault ends the rank by its own signal, as it would have */
+        signal(signo, SIG_DFL);
+        raise(signo);
+    } else if (signo != SIGALRM) {
         _exit(128 + signo);
     } else if (stalled >= STALL_LIMIT) {
         len = snprintf(line, sizeof(line), "mpi_hosts_test: rank %d: "
@@ -396,6 +401,11 @@ int main(int argc, char **argv)
     signal(SIGTERM, say_where);
     signal(SIGALRM, say_where);
     MPI_Init(&argc, &argv);
+    /* A fault says the step and the stack too: after MPI_Init, whose
+     * libraries install their own handlers, some of which are gone again
+     * by the time the rank exits */
+    signal(SIGSEGV, say_where);
+    signal(SIGBUS, say_where);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &num_ranks);
 
@@ -442,11 +452,14 @@ int main(int argc, char **argv)
         printf("mpi_hosts_test %s: %s\n", mode,
                failed ? "FAILED" : "passed, every byte checked");
     }
+    WHERE("freeing the device buffers after %s", mode);
     gpumem_device_free(recv);
     gpumem_device_free(send);
     free(expected);
     free(host);
     free(hosts);
+    WHERE("in MPI_Finalize after %s", mode);
     MPI_Finalize();
+    WHERE("exiting after %s", mode);
     return failed;
 }
