@@ -206,10 +206,6 @@ excluded=(
     # cuda_ipc's are; UCX 1.19 and later simulate a disconnected peer by
     # changing the address only for the transports they name
     "gpumem*/test_uct_ep.is_connected/*"
-    # The peer's death is simulated by changing the endpoint's record of
-    # it only for the transports the test names (mm, cma, cuda_ipc);
-    # gpumemipc's ep_check of a killed process is test_ipc_uct.cc's
-    "gpumemipc/test_uct_peer_failure_keepalive.killed/*"
     # The peer's failure is simulated by an invalid remote address and no
     # key, which gpumemipc and gpumem_rc refuse at once (their keys are the
     # peer's registrations) rather than failing later, as cma's

@@ -82,9 +82,11 @@ ucs_status_t uct_gpumem_iface_event_arm(uct_iface_h tl_iface, unsigned events)
         return UCS_ERR_BUSY;
     }
 
-    if ((events & UCT_EVENT_SEND_COMP) &&
-        (!ucs_queue_is_empty(&iface->ops) ||
-         !ucs_queue_is_empty(&iface->flushes))) {
+    /* A peer's failure to tell is progress's work too */
+    if (!ucs_list_is_empty(&iface->failed_eps) ||
+        ((events & UCT_EVENT_SEND_COMP) &&
+         (!ucs_queue_is_empty(&iface->ops) ||
+          !ucs_queue_is_empty(&iface->flushes)))) {
         iface->event.armed = 0;
         return UCS_ERR_BUSY;
     }
@@ -218,6 +220,39 @@ static unsigned uct_gpumem_iface_complete_flushes(uct_gpumem_iface_t *iface,
     return count;
 }
 
+/* The failures of peers found since the last progress, each told to the
+ * error handler, which may destroy its endpoint */
+static unsigned uct_gpumem_iface_tell_failures(uct_gpumem_iface_t *iface)
+{
+    unsigned count = 0;
+    uct_gpumem_ep_t *ep;
+
+    while (!ucs_list_is_empty(&iface->failed_eps)) {
+        ep = ucs_list_extract_head(&iface->failed_eps, uct_gpumem_ep_t,
+                                   failed);
+        ucs_list_head_init(&ep->failed);
+        (void)uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                      ep->failure);
+        ++count;
+    }
+    return count;
+}
+
+void uct_gpumem_ep_fail(uct_gpumem_ep_t *ep, ucs_status_t status)
+{
+    uct_gpumem_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                               uct_gpumem_iface_t);
+
+    ucs_assert(status != UCS_OK);
+    if (ep->failure != UCS_OK) {
+        return;
+    }
+
+    ep->failure = status;
+    ucs_list_add_tail(&iface->failed_eps, &ep->failed);
+    uct_gpumem_iface_event_posted(iface);
+}
+
 unsigned uct_gpumem_iface_progress(uct_iface_h tl_iface)
 {
     uct_gpumem_iface_t *iface = ucs_derived_of(tl_iface, uct_gpumem_iface_t);
@@ -253,7 +288,11 @@ unsigned uct_gpumem_iface_progress(uct_iface_h tl_iface)
         uct_gpumem_iface_op_complete(op);
     }
 
-    return count + uct_gpumem_iface_complete_flushes(iface, UINT64_MAX);
+    count += uct_gpumem_iface_complete_flushes(iface, UINT64_MAX);
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->failed_eps))) {
+        count += uct_gpumem_iface_tell_failures(iface);
+    }
+    return count;
 }
 
 ucs_status_t uct_gpumem_iface_flush(uct_iface_h tl_iface,
@@ -385,6 +424,7 @@ UCS_CLASS_INIT_FUNC(uct_gpumem_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->config.max_poll    = ucs_max(config->max_poll, 1);
     ucs_queue_head_init(&self->ops);
     ucs_queue_head_init(&self->flushes);
+    ucs_list_head_init(&self->failed_eps);
 
     self->bounce = ucs_malloc(desc->bounce_size, "gpumem_iface_bounce");
     if (self->bounce == NULL) {
@@ -453,6 +493,8 @@ UCS_CLASS_INIT_FUNC(uct_gpumem_ep_t, uct_gpumem_iface_t *iface)
 {
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
     self->outstanding = 0;
+    self->failure     = UCS_OK;
+    ucs_list_head_init(&self->failed);
     return UCS_OK;
 }
 
@@ -463,6 +505,8 @@ UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ep_t)
                                                uct_gpumem_iface_t);
     uct_gpumem_iface_op_t *op;
 
+    /* A failure not yet told is not: the endpoint is gone */
+    ucs_list_del(&self->failed);
     if (self->outstanding == 0) {
         return;
     }

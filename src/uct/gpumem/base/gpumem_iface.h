@@ -14,6 +14,7 @@
 #include <uct/gpumem/base/gpumem_iface_perf.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <uct/base/uct_iface.h>
+#include <ucs/datastruct/list.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 #include <ucs/type/class.h>
@@ -43,8 +44,11 @@ extern ucs_config_field_t uct_gpumem_iface_config_table[];
  * its user leaves).
  */
 typedef struct uct_gpumem_ep {
-    uct_base_ep_t super;
-    unsigned      outstanding;   /* Its operations not completed */
+    uct_base_ep_t   super;
+    unsigned        outstanding;   /* Its operations not completed */
+    ucs_status_t    failure;       /* UCS_OK, or the peer's failure found,
+                                      told once to the error handler */
+    ucs_list_link_t failed;        /* In iface->failed_eps until told */
 } uct_gpumem_ep_t;
 
 UCS_CLASS_DECLARE(uct_gpumem_ep_t, uct_gpumem_iface_t*);
@@ -111,6 +115,8 @@ struct uct_gpumem_iface {
     ucs_queue_head_t                ops;      /* Not completed, oldest
                                                  first */
     ucs_queue_head_t                flushes;  /* Waiting, oldest first */
+    ucs_list_link_t                 failed_eps; /* uct_gpumem_ep_t whose
+                                                   failure progress tells */
     void                            *bounce;  /* config.bounce_size bytes */
     struct {
         int                         fd;       /* eventfd, readable once
@@ -184,6 +190,13 @@ void uct_gpumem_iface_set_perf(uct_gpumem_iface_t *iface, double bandwidth,
                                ucs_time_t latency, double overhead,
                                double dflt_bandwidth, double dflt_latency,
                                int shared);
+
+/**
+ * The peer of @a ep failed (@a status says how): the interface's error
+ * handler is told at the next progress, once, as UCX's transports tell a
+ * failure found by ep_check (never within the call that found it).
+ */
+void uct_gpumem_ep_fail(uct_gpumem_ep_t *ep, ucs_status_t status);
 
 /* The common part of uct_iface_query(): the base's, the addresses' sizes
  * left to the transport, no active messages, events and estimates */

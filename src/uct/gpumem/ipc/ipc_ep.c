@@ -17,6 +17,7 @@
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
+#include <unistd.h>
 
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
@@ -38,10 +39,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
     addr                   = (const uct_gpumem_ipc_iface_addr_t*)
                              params->iface_addr;
     self->peer_pid         = addr->pid;
-    self->peer_gpu.domain  = addr->gpu_domain;
-    self->peer_gpu.bus     = addr->gpu_bus;
-    self->peer_gpu.dev     = addr->gpu_dev;
-    self->peer_gpu.fn      = addr->gpu_fn;
+    self->peer_iface_id    = addr->iface_id;
+    uct_gpumem_ipc_iface_addr_gpu(addr, &self->peer_gpu);
 
     status = uct_ep_keepalive_init(&self->keepalive, self->peer_pid);
     if (status != UCS_OK) {
@@ -208,6 +207,17 @@ ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
     /* UCT's own check of the arguments differs between versions */
     UCT_GPUMEM_CHECK_PARAM(flags == 0, "gpumemipc: ep_check flags 0x%x",
                            flags);
+
+    /* A peer in this process lives as long as its interface */
+    if (ep->peer_pid == getpid()) {
+        if (!uct_gpumem_ipc_open_has(ep->peer_iface_id)) {
+            ucs_diag("gpumemipc: ep %p: interface %u of this process, the "
+                     "peer, is closed", ep, ep->peer_iface_id);
+            uct_gpumem_ep_fail(&ep->super, UCS_ERR_CONNECTION_RESET);
+        }
+        return UCS_OK;
+    }
+
     uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->peer_pid, flags, comp);
     return UCS_OK;
 }

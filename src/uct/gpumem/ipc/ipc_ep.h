@@ -16,6 +16,7 @@
 typedef struct uct_gpumem_ipc_ep {
     uct_gpumem_ep_t      super;
     pid_t                peer_pid;
+    uint32_t             peer_iface_id;  /* Its interface in the process */
     uct_keepalive_info_t keepalive;  /* The peer's start: ep_check tells a
                                         dead peer, or its pid reused */
     gpumem_pci_addr_t    peer_gpu;

@@ -114,11 +114,20 @@ uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
 
     addr->pid        = getpid();
     addr->uid        = geteuid();
+    addr->iface_id   = iface->open.id;
     addr->gpu_domain = gpu->domain;
     addr->gpu_bus    = gpu->bus;
-    addr->gpu_dev    = gpu->dev;
-    addr->gpu_fn     = gpu->fn;
+    addr->gpu_devfn  = (uint8_t)((gpu->dev << 3) | (gpu->fn & 7));
     return UCS_OK;
+}
+
+void uct_gpumem_ipc_iface_addr_gpu(const uct_gpumem_ipc_iface_addr_t *addr,
+                                   gpumem_pci_addr_t *gpu)
+{
+    gpu->domain = addr->gpu_domain;
+    gpu->bus    = addr->gpu_bus;
+    gpu->dev    = addr->gpu_devfn >> 3;
+    gpu->fn     = addr->gpu_devfn & 7;
 }
 
 int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
@@ -157,10 +166,7 @@ int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
         return 0;
     }
 
-    peer_gpu.domain = addr->gpu_domain;
-    peer_gpu.bus    = addr->gpu_bus;
-    peer_gpu.dev    = addr->gpu_dev;
-    peer_gpu.fn     = addr->gpu_fn;
+    uct_gpumem_ipc_iface_addr_gpu(addr, &peer_gpu);
     return uct_gpumem_ipc_gpu_reaches(iface->super.context,
                                       iface->md->gpu, &peer_gpu, NULL);
 }
@@ -171,10 +177,10 @@ static int uct_gpumem_ipc_iface_is_self(uct_gpumem_ipc_iface_t *iface,
 {
     const gpumem_pci_addr_t *gpu = &gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
+    gpumem_pci_addr_t peer_gpu;
 
-    return (addr->pid == getpid()) && (addr->gpu_domain == gpu->domain) &&
-           (addr->gpu_bus == gpu->bus) && (addr->gpu_dev == gpu->dev) &&
-           (addr->gpu_fn == gpu->fn);
+    uct_gpumem_ipc_iface_addr_gpu(addr, &peer_gpu);
+    return (addr->pid == getpid()) && gpumem_pci_addr_equal(&peer_gpu, gpu);
 }
 
 /*
@@ -212,7 +218,8 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
     /* PENDING: no operation runs out of resources, so pending_add answers
      * UCS_ERR_BUSY (try again now) and nothing waits */
     /* ERRHANDLE_PEER_FAILURE, EP_CHECK: ep_check tells a dead peer (UCP's
-     * keepalive), as cuda_ipc's does */
+     * keepalive), as cuda_ipc's does, and a closed interface of this
+     * process */
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                                           UCT_IFACE_FLAG_PUT_SHORT        |
                                           UCT_IFACE_FLAG_PUT_BCOPY        |
@@ -370,11 +377,13 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
 
     self->md = ipc_md;
     uct_gpumem_ipc_iface_set_estimates(self, config);
+    uct_gpumem_ipc_open_add(&self->open);
     return UCS_OK;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
 {
+    uct_gpumem_ipc_open_remove(&self->open);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_gpumem_iface_t);

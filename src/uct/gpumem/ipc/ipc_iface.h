@@ -10,6 +10,7 @@
 #define UCT_GPUMEM_IPC_IFACE_H_
 
 #include "ipc_md.h"
+#include "ipc_open.h"
 #include "ipc_reach.h"
 
 #include <uct/gpumem/base/gpumem_iface.h>
@@ -34,15 +35,17 @@ typedef uint64_t uct_gpumem_ipc_device_addr_t;
 
 /**
  * The interface address: the process, its user, and its GPU, whose path to
- * the peer's GPU the topology judges. Read on the same machine only.
+ * the peer's GPU the topology judges, and the interface among the process's
+ * (uct_gpumem_ipc_open_t). Read on the same machine only.
  */
 typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
     int32_t  pid;
     uint32_t uid;
+    uint32_t iface_id;
     uint16_t gpu_domain;
     uint8_t  gpu_bus;
-    uint8_t  gpu_dev;
-    uint8_t  gpu_fn;
+    uint8_t  gpu_devfn;  /* Device (5 bits) and function (3), as PCI packs
+                            them */
 } uct_gpumem_ipc_iface_addr_t;
 
 
@@ -74,10 +77,16 @@ typedef struct uct_gpumem_ipc_iface {
     uct_gpumem_iface_t    super;
     uct_gpumem_ipc_md_t   *md;
     uct_gpumem_ipc_path_t path;      /* What the estimates come from */
+    uct_gpumem_ipc_open_t open;      /* Among the process's open ones */
 } uct_gpumem_ipc_iface_t;
 
 
 extern uct_tl_t uct_gpumem_ipc_tl;
+
+
+/* The GPU an interface address names */
+void uct_gpumem_ipc_iface_addr_gpu(const uct_gpumem_ipc_iface_addr_t *addr,
+                                   gpumem_pci_addr_t *gpu);
 
 
 /**
