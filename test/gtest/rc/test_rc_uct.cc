@@ -761,6 +761,63 @@ TEST_F(rc_uct, iface_close_with_destroyed_endpoint_in_flight) {
     EXPECT_EQ(0u, comp.calls);
 }
 
+/* UCP's keepalive: ep_check sends a probe (a zero-length RDMA WRITE) that
+ * a live peer acknowledges; once the peer's queue pair is gone, the
+ * probe's retries run out and the error handler is told, at progress, that
+ * the endpoint failed with UCS_ERR_ENDPOINT_TIMEOUT */
+TEST_F(rc_uct, ep_check_tells_a_peer_gone_to_the_error_handler) {
+    ASSERT_NO_FATAL_FAILURE(open({{"TIMEOUT", "100ms"},
+                                  {"RETRY_COUNT", "2"}}));
+    EXPECT_TRUE(m_iface_attr.cap.flags & UCT_IFACE_FLAG_EP_CHECK);
+    EXPECT_TRUE(m_iface_attr.cap.flags &
+                UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep[0], 0, NULL));
+    EXPECT_EQ(1u, rc_ep(0)->posted) << "no probe was sent";
+    drain();
+    EXPECT_TRUE(m_failed.empty()) << "a live peer was told as failed";
+    EXPECT_EQ(UCS_OK, rc_ep(0)->status);
+
+    uct_ep_destroy(m_ep[1]);
+    m_ep[1] = NULL;
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep[0], 0, NULL));
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(60);
+    while (m_failed.empty() && (ucs_get_time() < deadline)) {
+        uct_iface_progress(m_iface);
+    }
+    ASSERT_EQ(1u, m_failed.size()) << "the peer gone was not told";
+    EXPECT_EQ(m_ep[0], m_failed[0].first);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_failed[0].second);
+
+    /* A failed endpoint is not probed again, nor told twice */
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep[0], 0, NULL));
+    EXPECT_EQ(0u, rc_ep(0)->posted);
+    drain();
+    EXPECT_EQ(1u, m_failed.size());
+}
+
+/* A probe is not added to work in flight, which tells a peer's failure as
+ * well; and ep_check takes no flags */
+TEST_F(rc_uct, ep_check_adds_no_probe_to_work_in_flight) {
+    open();
+    rc_buffer &local = alloc(1 << 20, false, 1);
+    rc_buffer &peer  = alloc(1 << 20, false, 2);
+    uct_iov_t io     = iov(local, 0, 1 << 20);
+    completion comp;
+
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                               remote(peer, 0),
+                                               peer.rkey.rkey, &comp.super));
+    ASSERT_EQ(1u, rc_ep(0)->posted);
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_ep[0], 0, NULL));
+    EXPECT_EQ(1u, rc_ep(0)->posted);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_check(m_ep[0], 1, NULL));
+    drain();
+    EXPECT_EQ(1u, comp.calls);
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_TRUE(m_failed.empty());
+}
+
 TEST_F(rc_uct, put_into_local_region_fails_with_remote_access_error) {
     open();
     rc_buffer &local  = alloc(4096, false, 1);

@@ -819,6 +819,37 @@ ucs_status_t uct_gpumem_rc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     return status;
 }
 
+/* A zero-length RDMA WRITE, which the peer's queue pair acknowledges
+ * (IBTA C9-88: it names no memory, so no key is checked). Where the peer is
+ * gone, the retries run out and the endpoint fails as any operation's
+ * would, told to the error handler at progress. Work in flight tells as
+ * much, so none is added to it, nor to an endpoint that failed already. */
+ucs_status_t uct_gpumem_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t UCS_V_UNUSED *comp)
+{
+    uct_gpumem_rc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gpumem_rc_ep_t);
+    uct_gpumem_rc_iface_t *iface = uct_gpumem_rc_ep_iface(ep);
+    uct_gpumem_rc_op_t *op;
+
+    /* UCT's own check of the arguments differs between versions */
+    UCT_GPUMEM_CHECK_PARAM(flags == 0, "gpumem_rc: ep_check flags 0x%x",
+                           flags);
+
+    if ((ep->status != UCS_OK) || !ep->connected || (ep->posted > 0) ||
+        !uct_gpumem_rc_iface_has_resources(iface, ep)) {
+        return UCS_OK;
+    }
+
+    op = uct_gpumem_rc_ep_op_get(iface, ep, IBV_WR_RDMA_WRITE, 0, 0, 0,
+                                 NULL);
+    if (op == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucs_trace("gpumem_rc: ep %p: ep_check on QP 0x%x", ep, ep->qp->qp_num);
+    return uct_gpumem_rc_ep_post(iface, ep, op, NULL, 0, 0);
+}
+
 /* The status of a completion: the work request's own, or, flushed after a
  * failure, the failure's */
 static ucs_status_t uct_gpumem_rc_ep_wc_result(uct_gpumem_rc_ep_t *ep,

@@ -138,4 +138,9 @@ ucs_status_t uct_gpumem_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
 ucs_status_t uct_gpumem_rc_ep_fence(uct_ep_h tl_ep, unsigned flags);
 
+/* UCP's keepalive: a peer gone fails the endpoint (UCS_ERR_ENDPOINT_TIMEOUT)
+ * once the queue pair's retries run out */
+ucs_status_t uct_gpumem_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t *comp);
+
 #endif

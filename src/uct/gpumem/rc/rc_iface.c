@@ -106,7 +106,8 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
 
     {"RETRY_COUNT", "7",
      "Times a packet is sent again before the endpoint fails with\n"
-     "UCS_ERR_ENDPOINT_TIMEOUT (at most 7).",
+     "UCS_ERR_ENDPOINT_TIMEOUT (at most 7; soft-RoCE, rdma_rxe, takes 7\n"
+     "as without end, so that a peer gone is never found there).",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, retry_count),
      UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
@@ -442,6 +443,7 @@ static ucs_status_t uct_gpumem_rc_iface_query(uct_iface_h tl_iface,
                                           UCT_IFACE_FLAG_GET_BCOPY     |
                                           UCT_IFACE_FLAG_GET_ZCOPY     |
                                           UCT_IFACE_FLAG_PENDING       |
+                                          UCT_IFACE_FLAG_EP_CHECK      |
                                           UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     iface_attr->cap.event_flags         = 0;
 
@@ -576,7 +578,7 @@ static uct_iface_ops_t uct_gpumem_rc_iface_ops = {
     .ep_pending_purge         = uct_gpumem_rc_ep_pending_purge,
     .ep_flush                 = uct_gpumem_rc_ep_flush,
     .ep_fence                 = uct_gpumem_rc_ep_fence,
-    .ep_check                 = uct_gpumem_ep_check_unsupported,
+    .ep_check                 = uct_gpumem_rc_ep_check,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gpumem_rc_ep_t),
     .ep_destroy               = uct_gpumem_rc_ep_destroy,
     .ep_get_address           = uct_gpumem_rc_ep_get_address,
