@@ -1291,6 +1291,23 @@ TEST_F(ipc_uct, peer_whose_gpu_is_reached_by_nvlink_is_reachable) {
     end_peer(chan, pid);
 }
 
+/* An endpoint of @a iface to the interface of the addresses given */
+static ucs_status_t ipc_uct_connect_to(uct_iface_h iface,
+                                       const std::string &dev_addr,
+                                       const std::string &iface_addr,
+                                       uct_ep_h *ep_p)
+{
+    uct_ep_params_t params = {};
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface;
+    params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
+    params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
+    return uct_ep_create(&params, ep_p);
+}
+
 /* Peer failure, as cuda_ipc has it: ep_check of an endpoint whose peer
  * process lives finds nothing; once the peer is killed, the interface's
  * error handler is called for the endpoint, at progress */
@@ -1321,15 +1338,7 @@ TEST_F(ipc_uct, ep_check_tells_a_killed_peer_to_the_error_handler) {
     ASSERT_EQ(UCS_OK, uct_iface_query(iface, &attr));
     EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
     EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_EP_CHECK);
-
-    uct_ep_params_t params = {};
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface;
-    params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
-    params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+    ASSERT_EQ(UCS_OK, ipc_uct_connect_to(iface, dev_addr, iface_addr, &ep));
 
     EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
     for (int i = 0; i < 100; ++i) {
@@ -1364,87 +1373,78 @@ static void ipc_uct_connect(uct_iface_h iface, uct_iface_h peer,
                               peer, (uct_device_addr_t*)&dev_addr[0]));
     ASSERT_EQ(UCS_OK, uct_iface_get_address(
                               peer, (uct_iface_addr_t*)&iface_addr[0]));
-
-    uct_ep_params_t params = {};
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface;
-    params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
-    params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, ep_p));
+    ASSERT_EQ(UCS_OK, ipc_uct_connect_to(iface, dev_addr, iface_addr, ep_p));
 }
+
+/* An interface that tells its peers' failures (m_failed), and an endpoint
+ * of it to another interface of the process on the same GPU */
+class ipc_uct_peer_iface : public ipc_uct {
+protected:
+    void open_pair() {
+        open_uct();
+        ASSERT_EQ(UCS_OK, gpumem_test::open_device_iface(
+                                  m_md, m_worker, IPC_TL, IPC_DEV, &m_checked,
+                                  ipc_uct_peer_failed, &m_failed));
+        uct_iface_progress_enable(m_checked,
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        ASSERT_EQ(UCS_OK, try_open_iface(IPC_DEV, &m_peer));
+        ASSERT_NO_FATAL_FAILURE(ipc_uct_connect(m_checked, m_peer,
+                                                &m_checked_ep));
+    }
+
+    std::vector<std::pair<uct_ep_h, ucs_status_t> > m_failed;
+    uct_iface_h m_checked   = NULL;
+    uct_iface_h m_peer      = NULL;
+    uct_ep_h    m_checked_ep = NULL;
+};
 
 /* A peer in the same process is its interface: ep_check of an endpoint to
  * one still open finds nothing; once it is closed, the error handler is
  * told at progress (not within ep_check), once, and a sleeper's arm is
  * refused until then */
-TEST_F(ipc_uct, ep_check_tells_a_closed_interface_of_the_process) {
-    std::vector<std::pair<uct_ep_h, ucs_status_t> > failed;
-    uct_iface_h iface, peer;
-    uct_ep_h ep;
-
-    open_uct();
-    ASSERT_EQ(UCS_OK, gpumem_test::open_device_iface(
-                              m_md, m_worker, IPC_TL, IPC_DEV, &iface,
-                              ipc_uct_peer_failed, &failed));
-    uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    ASSERT_EQ(UCS_OK, try_open_iface(IPC_DEV, &peer));
-
-    ASSERT_NO_FATAL_FAILURE(ipc_uct_connect(iface, peer, &ep));
-
+TEST_F(ipc_uct_peer_iface, ep_check_tells_a_closed_interface_of_the_process) {
+    ASSERT_NO_FATAL_FAILURE(open_pair());
     for (int i = 0; i < 8; ++i) {
-        EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
+        EXPECT_EQ(UCS_OK, uct_ep_check(m_checked_ep, 0, NULL));
         uct_worker_progress(m_worker);
     }
-    EXPECT_TRUE(failed.empty()) << "an open interface was reported";
+    EXPECT_TRUE(m_failed.empty()) << "an open interface was reported";
 
-    uct_iface_close(peer);
-    EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
-    EXPECT_TRUE(failed.empty()) << "told within ep_check, not at progress";
-    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(iface, UCT_EVENT_SEND_COMP))
+    uct_iface_close(m_peer);
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_checked_ep, 0, NULL));
+    EXPECT_TRUE(m_failed.empty()) << "told within ep_check, not at progress";
+    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_checked,
+                                                UCT_EVENT_SEND_COMP))
             << "a sleeper would miss the failure";
 
-    EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_checked_ep, 0, NULL));
     for (int i = 0; i < 10; ++i) {
         uct_worker_progress(m_worker);
     }
-    ASSERT_EQ(1u, failed.size()) << "the closed interface was not told once";
-    EXPECT_EQ(ep, failed[0].first);
-    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, failed[0].second);
+    ASSERT_EQ(1u, m_failed.size()) << "the closed interface was not told once";
+    EXPECT_EQ(m_checked_ep, m_failed[0].first);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_failed[0].second);
 
-    EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_checked_ep, 0, NULL));
     uct_worker_progress(m_worker);
-    EXPECT_EQ(1u, failed.size()) << "a failure told twice";
+    EXPECT_EQ(1u, m_failed.size()) << "a failure told twice";
 
-    uct_ep_destroy(ep);
-    uct_iface_close(iface);
+    uct_ep_destroy(m_checked_ep);
+    uct_iface_close(m_checked);
 }
 
 /* An endpoint destroyed before progress told its peer's failure is not
  * told of: nothing refers to it after */
-TEST_F(ipc_uct, ep_destroyed_before_its_failure_is_told_is_forgotten) {
-    std::vector<std::pair<uct_ep_h, ucs_status_t> > failed;
-    uct_iface_h iface, peer;
-    uct_ep_h ep;
-
-    open_uct();
-    ASSERT_EQ(UCS_OK, gpumem_test::open_device_iface(
-                              m_md, m_worker, IPC_TL, IPC_DEV, &iface,
-                              ipc_uct_peer_failed, &failed));
-    uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    ASSERT_EQ(UCS_OK, try_open_iface(IPC_DEV, &peer));
-
-    ASSERT_NO_FATAL_FAILURE(ipc_uct_connect(iface, peer, &ep));
-
-    uct_iface_close(peer);
-    EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
-    uct_ep_destroy(ep);
+TEST_F(ipc_uct_peer_iface, ep_destroyed_before_its_failure_is_told_is_forgotten) {
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    uct_iface_close(m_peer);
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_checked_ep, 0, NULL));
+    uct_ep_destroy(m_checked_ep);
     for (int i = 0; i < 10; ++i) {
         uct_worker_progress(m_worker);
     }
-    EXPECT_TRUE(failed.empty()) << "a destroyed endpoint was told of";
-    EXPECT_EQ(UCS_OK, uct_iface_event_arm(iface, UCT_EVENT_SEND_COMP));
+    EXPECT_TRUE(m_failed.empty()) << "a destroyed endpoint was told of";
+    EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_checked, UCT_EVENT_SEND_COMP));
 
-    uct_iface_close(iface);
+    uct_iface_close(m_checked);
 }

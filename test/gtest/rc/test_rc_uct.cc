@@ -409,6 +409,18 @@ public:
         }
     };
 
+    /* A put of 1 MiB of host memory by m_ep[0], in flight */
+    void put_in_flight(completion &comp) {
+        rc_buffer &local = alloc(1 << 20, false, 1);
+        rc_buffer &peer  = alloc(1 << 20, false, 2);
+        uct_iov_t io     = iov(local, 0, 1 << 20);
+
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
+                                                   remote(peer, 0),
+                                                   peer.rkey.rkey,
+                                                   &comp.super));
+    }
+
     static ucs_status_t err_handler(void *arg, uct_ep_h ep,
                                     ucs_status_t status) {
         rc_uct *self = (rc_uct*)arg;
@@ -744,14 +756,9 @@ TEST_F(rc_uct, ep_destroy_with_operations_in_flight) {
 
 TEST_F(rc_uct, iface_close_with_destroyed_endpoint_in_flight) {
     open();
-    rc_buffer &local = alloc(1 << 20, false, 1);
-    rc_buffer &peer  = alloc(1 << 20, false, 2);
-    uct_iov_t io     = iov(local, 0, 1 << 20);
     completion comp;
 
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
-                                               remote(peer, 0),
-                                               peer.rkey.rkey, &comp.super));
+    ASSERT_NO_FATAL_FAILURE(put_in_flight(comp));
     uct_ep_destroy(m_ep[0]);
     m_ep[0] = NULL;
     uct_ep_destroy(m_ep[1]);
@@ -800,14 +807,9 @@ TEST_F(rc_uct, ep_check_tells_a_peer_gone_to_the_error_handler) {
  * well; and ep_check takes no flags */
 TEST_F(rc_uct, ep_check_adds_no_probe_to_work_in_flight) {
     open();
-    rc_buffer &local = alloc(1 << 20, false, 1);
-    rc_buffer &peer  = alloc(1 << 20, false, 2);
-    uct_iov_t io     = iov(local, 0, 1 << 20);
     completion comp;
 
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep[0], &io, 1,
-                                               remote(peer, 0),
-                                               peer.rkey.rkey, &comp.super));
+    ASSERT_NO_FATAL_FAILURE(put_in_flight(comp));
     ASSERT_EQ(1u, rc_ep(0)->posted);
     EXPECT_EQ(UCS_OK, uct_ep_check(m_ep[0], 0, NULL));
     EXPECT_EQ(1u, rc_ep(0)->posted);
