@@ -15,6 +15,8 @@
  * See file LICENSE for terms.
  */
 
+#include "fault_report.h"
+
 #include <gpumem/gpumem.h>
 #include <mpi.h>
 
@@ -103,6 +105,27 @@ static void say_where(int signo)
         }
         _exit(STALL_STATUS);
     }
+}
+
+/* A fault: the step, what the fault says of itself, the stack */
+static void say_fault(int signo, siginfo_t *info, void *ucontext)
+{
+    char who[48];
+
+    snprintf(who, sizeof(who), "mpi_hosts_test: rank %d", rank);
+    fault_report(who, signo, info, ucontext);
+    say_where(signo);
+}
+
+static void on_fault(int signo)
+{
+    struct sigaction action;
+
+    memset(&action, 0, sizeof(action));
+    action.sa_sigaction = say_fault;
+    action.sa_flags     = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(signo, &action, NULL);
 }
 
 static void fail(const char *what)
@@ -404,8 +427,8 @@ int main(int argc, char **argv)
     /* A fault says the step and the stack too: after MPI_Init, whose
      * libraries install their own handlers, some of which are gone again
      * by the time the rank exits */
-    signal(SIGSEGV, say_where);
-    signal(SIGBUS, say_where);
+    on_fault(SIGSEGV);
+    on_fault(SIGBUS);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &num_ranks);
 
