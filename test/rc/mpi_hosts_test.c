@@ -16,6 +16,7 @@
  */
 
 #include "fault_report.h"
+#include "munmap_watch.h"
 
 #include <gpumem/gpumem.h>
 #include <mpi.h>
@@ -430,6 +431,15 @@ int main(int argc, char **argv)
     on_fault(SIGSEGV);
     on_fault(SIGBUS);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    {
+        char who[48];
+
+        snprintf(who, sizeof(who), "mpi_hosts_test: rank %d", rank);
+        if (!munmap_watch_start(who)) {
+            fprintf(stderr, "%s: no munmap watch (no UCX memory events)\n",
+                    who);
+        }
+    }
     MPI_Comm_size(MPI_COMM_WORLD, &num_ranks);
 
     memset(name, 0, sizeof(name));

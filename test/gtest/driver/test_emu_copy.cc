@@ -107,7 +107,7 @@ TEST_F(emu_copy, bar_window_sees_the_copy_engine_bytes)
     ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)read.data(), 0, va, 1, mem->size));
     EXPECT_EQ(out, read);
 
-    ops()->bar_unmap(mem, bar);
+    ops()->bar_unmap(bar, mem->size);
     gpumem_test::emu_unmap(m_driver, 0, va, mem->size);
     ops()->mem_free(mem);
 }

@@ -144,7 +144,7 @@ TEST_F(emu_vram, bar_memory_lies_inside_a_small_bar)
               ops()->mem_alloc(gpu(0), PAGE, PAGE, 1, &mem));
 
     ASSERT_EQ(UCS_OK, ops()->bar_map(bar, &addr));
-    ops()->bar_unmap(bar, addr);
+    ops()->bar_unmap(addr, bar->size);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, ops()->bar_map(plain, &addr));
     expect_log("the BAR reaches only 8388608 bytes");
 
@@ -161,7 +161,7 @@ TEST_F(emu_vram, freed_vram_goes_back_zeroed)
 
     ASSERT_EQ(UCS_OK, ops()->bar_map(mem, &addr));
     memcpy(addr, pattern.data(), LARGE_PAGE);
-    ops()->bar_unmap(mem, addr);
+    ops()->bar_unmap(addr, mem->size);
     ops()->mem_free(mem);
 
     /* The same VRAM again: its old bytes are gone with its memory */
@@ -171,7 +171,7 @@ TEST_F(emu_vram, freed_vram_goes_back_zeroed)
     EXPECT_EQ(std::vector<uint8_t>(LARGE_PAGE, 0),
               std::vector<uint8_t>((uint8_t*)addr,
                                    (uint8_t*)addr + LARGE_PAGE));
-    ops()->bar_unmap(mem, addr);
+    ops()->bar_unmap(addr, mem->size);
     ops()->mem_free(mem);
 }
 

@@ -17,7 +17,9 @@ extern "C" {
 
 #include <gpumem/gpumem.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <sys/mman.h>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -124,6 +126,47 @@ protected:
     gpumem_reg_memory_t           m_memory;
 };
 
+
+/* UCX's registration cache releases a registration after the application
+ * freed the memory (at its next call, or at ucp_cleanup): the window still
+ * goes whole, by its own size, the memory's driver object being gone */
+TEST_F(ib_device, window_goes_whole_after_the_memory_was_freed) {
+    unsigned char vec[16];
+    size_t window_size;
+    void *window;
+    char *device;
+
+    ASSERT_NO_FATAL_FAILURE(open_gpus());
+    device = (char*)alloc(GPUMEM_KIND_GPU, 65536);
+    ASSERT_TRUE(device != NULL);
+    ASSERT_EQ(UCS_OK, open(UCT_GPUMEM_IB_DEVICE_REG_BAR, device, 65536));
+    window      = m_mem->nic_export.window;
+    window_size = m_mem->nic_export.window_size;
+    ASSERT_TRUE(window != NULL);
+    ASSERT_GE(window_size, 65536u);
+    ASSERT_EQ(0, mincore(window, 65536, vec));
+
+    gpumem_free(gpumem_region_gpu(m_regions.back()), m_regions.back());
+    m_regions.pop_back();
+    /* Freed memory goes back to the driver at the GPU's next call */
+    ASSERT_TRUE(alloc(GPUMEM_KIND_GPU, 4096) != NULL);
+    /* What the memory's objects were is another's now: one block of each
+     * small size, the freed ones among them, overwritten */
+    std::vector<void*> others;
+    for (size_t size = 16; size <= 1024; size += 16) {
+        others.push_back(malloc(size));
+        memset(others.back(), 0xff, size);
+    }
+    uct_gpumem_ib_device_mem_close(m_mem);
+    m_mem = NULL;
+    for (void *other : others) {
+        free(other);
+    }
+
+    errno = 0;
+    EXPECT_EQ(-1, mincore(window, 65536, vec)) << "the window is still mapped";
+    EXPECT_EQ(ENOMEM, errno);
+}
 
 /* What a NIC would register is the window's host pages, holding the device
  * memory's bytes; the preparation holds a reference on the GPUs until it

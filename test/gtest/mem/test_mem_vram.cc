@@ -29,7 +29,7 @@ protected:
             return data;
         }
         data.assign(static_cast<char*>(window) + offset + at, size);
-        m_driver->ops->bar_unmap(vram, window);
+        m_driver->ops->bar_unmap(window, vram->size);
         return data;
     }
 };

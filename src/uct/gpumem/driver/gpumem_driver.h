@@ -200,7 +200,9 @@ typedef struct gpumem_driver_ops {
     /* The CPU's window on VRAM through the memory BAR: @a mem must lie in
      * the BAR (in_bar); NULL with a log if it cannot be mapped */
     ucs_status_t (*bar_map)(gpumem_driver_mem_t *mem, void **addr_p);
-    void         (*bar_unmap)(gpumem_driver_mem_t *mem, void *addr);
+    /* The window of @a size bytes (its memory's) at @a addr goes; the
+     * memory itself may be freed already */
+    void         (*bar_unmap)(void *addr, size_t size);
 
     /* Bus address of the memory BAR (where another PCI function reaches
      * VRAM offset 0), and a dma-buf of VRAM for a NIC where the kernel

@@ -254,7 +254,7 @@ static void gpumem_memory_destroy(gpumem_memory_t *memory)
     switch (memory->type) {
     case GPUMEM_MEMORY_VRAM:
         if (memory->host != NULL) {
-            owner->driver->ops->bar_unmap(memory->vram, memory->host);
+            owner->driver->ops->bar_unmap(memory->host, memory->vram->size);
         }
         owner->driver->ops->mem_free(memory->vram);
         break;

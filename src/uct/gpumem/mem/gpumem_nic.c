@@ -222,7 +222,9 @@ gpumem_nic_export_locked(gpumem_gpu_t *gpu, uint64_t address, size_t length,
             nic_export->window = NULL;
             return status;
         }
-        nic_export->host = UCS_PTR_BYTE_OFFSET(nic_export->window, vram_offset);
+        nic_export->window_size = nic_export->vram->size;
+        nic_export->host        = UCS_PTR_BYTE_OFFSET(nic_export->window,
+                                                      vram_offset);
     }
 
     nic_export->dmabuf_offset = dmabuf_offset + vram_offset;
@@ -255,9 +257,11 @@ void gpumem_nic_export_close_fd(gpumem_nic_export_t *nic_export)
 void gpumem_nic_unexport(gpumem_nic_export_t *nic_export)
 {
     gpumem_nic_export_close_fd(nic_export);
+    /* The memory may be gone (its driver object freed): the window's own
+     * size is what goes */
     if (nic_export->window != NULL) {
-        nic_export->gpu->driver->ops->bar_unmap(nic_export->vram,
-                                                nic_export->window);
+        nic_export->gpu->driver->ops->bar_unmap(nic_export->window,
+                                                nic_export->window_size);
         nic_export->window = NULL;
     }
 }

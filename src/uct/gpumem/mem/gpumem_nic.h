@@ -78,8 +78,12 @@ typedef struct gpumem_nic_export {
                                           for, or NULL */
     /* The core's: */
     gpumem_gpu_t        *gpu;
-    gpumem_driver_mem_t *vram;
+    gpumem_driver_mem_t *vram;         /* Only until the export returns:
+                                          UCX's registration cache may
+                                          release a registration after the
+                                          application freed its memory */
     void                *window;       /* On all of vram */
+    size_t              window_size;
 } gpumem_nic_export_t;
 
 

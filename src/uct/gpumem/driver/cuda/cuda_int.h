@@ -193,7 +193,7 @@ ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
                                      size_t *length_p,
                                      gpumem_driver_addr_attr_t *attr);
 ucs_status_t gpumem_cuda_bar_map(gpumem_driver_mem_t *mem, void **addr_p);
-void gpumem_cuda_bar_unmap(gpumem_driver_mem_t *mem, void *addr);
+void gpumem_cuda_bar_unmap(void *addr, size_t size);
 ucs_status_t gpumem_cuda_dmabuf_export(gpumem_driver_mem_t *mem, int *fd_p,
                                        size_t *offset_p);
 

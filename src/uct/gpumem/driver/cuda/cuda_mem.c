@@ -632,8 +632,7 @@ ucs_status_t gpumem_cuda_bar_map(gpumem_driver_mem_t *mem,
     return UCS_ERR_UNSUPPORTED;
 }
 
-void gpumem_cuda_bar_unmap(gpumem_driver_mem_t UCS_V_UNUSED *mem,
-                           void UCS_V_UNUSED *addr)
+void gpumem_cuda_bar_unmap(void UCS_V_UNUSED *addr, size_t UCS_V_UNUSED size)
 {
 }
 

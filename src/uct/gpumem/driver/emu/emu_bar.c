@@ -71,9 +71,9 @@ ucs_status_t gpumem_emu_bar_map(gpumem_driver_mem_t *mem, void **addr_p)
     return UCS_OK;
 }
 
-void gpumem_emu_bar_unmap(gpumem_driver_mem_t *mem, void *addr)
+void gpumem_emu_bar_unmap(void *addr, size_t size)
 {
-    munmap(addr, mem->size);
+    munmap(addr, size);
 }
 
 uint64_t gpumem_emu_bar_bus_addr(gpumem_driver_gpu_t *handle)

@@ -346,7 +346,7 @@ void gpumem_emu_sys_free(gpumem_driver_gpu_t *gpu, void *addr, size_t size);
 
 /* emu_bar.c: the BAR window, bus addresses, dma-buf */
 ucs_status_t gpumem_emu_bar_map(gpumem_driver_mem_t *mem, void **addr_p);
-void gpumem_emu_bar_unmap(gpumem_driver_mem_t *mem, void *addr);
+void gpumem_emu_bar_unmap(void *addr, size_t size);
 uint64_t gpumem_emu_bar_bus_addr(gpumem_driver_gpu_t *gpu);
 ucs_status_t gpumem_emu_dmabuf_export(gpumem_driver_mem_t *mem, int *fd_p,
                                       size_t *offset_p);
