@@ -47,7 +47,8 @@ static void munmap_watch_scan(uintptr_t from)
     Dl_info dl;
     int len;
 
-    for (i = 0; (i < 2048) && (found < 40); ++i) {
+    /* Not past the words of the frames below main() */
+    for (i = 0; (i < 200) && (found < 40); ++i) {
         if (!dladdr((void*)word[i], &dl) || (dl.dli_sname == NULL) ||
             (dl.dli_saddr == NULL) ||
             ((word[i] - (uintptr_t)dl.dli_saddr) > 0x10000)) {
