@@ -28,6 +28,32 @@ tests=("$@")
 
 say() { echo "hosts.sh: $*"; }
 failed=()
+reasons=()
+# A failure of the test running now: said, and said again at the end (a
+# long log's tail is what a reader sees first)
+fault() { say "$*"; reasons+=("$*"); }
+# The lines of a job's output that say why it failed: the first few
+causes() {
+    local line lines
+    lines=$(grep -m 4 -E "ssh:|Permission denied|Host key|No route|Connection (refused|timed out|closed|reset)|unable to reliably start|lost communication|stalled, ending|exited on signal|stopped by signal (7|11)|FAIL|WRONG|arrived wrong|ERROR|error:" <<<"$1" |
+                cut -c1-200)
+    while read -r line; do
+        [ -z "$line" ] || fault "  $line"
+    done <<<"$lines"
+}
+# What gpumem-b says of itself after a failure: whether it still answers,
+# its memory and the end of its kernel's log
+peer_state() {
+    if [ -e "$GPUMEM_VM_CTL/peer-gone" ]; then
+        fault "$1: $peer had ended by itself (test/vm/run saw its qemu end)"
+        return
+    fi
+    if ! ssh -o ConnectTimeout=10 -o BatchMode=yes "$peer" \
+            'uptime; free -m | sed -n 2p; pgrep -a "orted|mpi_hosts_test";
+             dmesg | tail -n 8' 2>&1 | sed "s/^/  $peer: /"; then
+        fault "$1: $peer does not answer ssh"
+    fi
+}
 
 if [ -z "${GPUMEM_VM_CTL:-}" ]; then
     say "skipped: not on the main machine of test/vm/run --two"
@@ -47,7 +73,7 @@ shm_clean() {
     local left
     left=$(shm_left)
     [ -z "$left" ] && return 0
-    say "$1: emulated-GPU state left in /dev/shm:" $left
+    fault "$1: emulated-GPU state left in /dev/shm:" $left
     return 1
 }
 have_mpi() {
@@ -69,9 +95,9 @@ mpirun_hosts() {
         --host "$hosts" -np "$np" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca btl self --mca oob_tcp_if_include eth0 \
-        --mca plm_rsh_args "-o ServerAliveInterval=2 -o ServerAliveCountMax=3" \
-        --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \
-        --mca oob_tcp_keepalive_probes 3 \
+        --mca plm_rsh_args "-o ServerAliveInterval=5 -o ServerAliveCountMax=4" \
+        --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 \
+        --mca oob_tcp_keepalive_probes 5 \
         -x LD_PRELOAD="$plugin" -x UCX_UD_VERBS_ETH_DGID_CHECK=n \
         -x UCX_NET_DEVICES="${UCX_NET_DEVICES:-rxe0:1}" \
         "$@"
@@ -91,9 +117,9 @@ test_identity() {
     cat /tmp/reach-b.log
     # Each side says why gpumemipc refuses
     grep -q "gpumem_ipc: a peer on another machine" <<<"$out" ||
-        { say "identity: gpumem-a logged no 'another machine' reason"; rc=1; }
+        { fault "identity: gpumem-a logged no 'another machine' reason"; rc=1; }
     grep -q "gpumem_ipc: a peer on another machine" /tmp/reach-b.log ||
-        { say "identity: $peer logged no 'another machine' reason"; rc=1; }
+        { fault "identity: $peer logged no 'another machine' reason"; rc=1; }
     # The same test between two processes of one machine must see them
     # reach: the test tells the two cases apart.
     port=$((port + 1))
@@ -127,13 +153,14 @@ test_p2p() {
         echo "$out" | grep -v "refuses to register dma-bufs"
     fi
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-        say "p2p: the job did not end within $P2P_LIMIT s"; rc=1
+        fault "p2p: the job did not end within $P2P_LIMIT s"; rc=1
     elif [ "$status" -ne 0 ]; then
-        say "p2p: mpirun exited $status"; rc=1
+        fault "p2p: mpirun exited $status"; rc=1
     fi
     # 6 pairs, each with its transport asserted by the program
     [ "$(grep -c "^pair .*: gpumem" <<<"$out")" -eq 6 ] ||
-        { say "p2p: not every pair reported its transport"; rc=1; }
+        { fault "p2p: not every pair reported its transport"; rc=1; }
+    [ "$rc" -eq 0 ] || causes "$out"
     shm_clean p2p || rc=1
     return $rc
 }
@@ -164,7 +191,8 @@ test_osc() {
             "passed; once more"
         run_osc
     fi
-    [ "$status" -eq 0 ] || { say "osc: mpirun exited $status"; rc=1; }
+    [ "$status" -eq 0 ] ||
+        { fault "osc: mpirun exited $status"; causes "$out"; rc=1; }
     shm_clean osc || rc=1
     return $rc
 }
@@ -187,7 +215,8 @@ test_dead_peer() {
     done
     if [ "$(grep -c "streaming to" "$log")" -lt 2 ]; then
         cat "$log"
-        say "dead-peer: the job did not start streaming"
+        fault "dead-peer: the job did not start streaming"
+        causes "$(cat "$log")"
         wait $job
         return 1
     fi
@@ -205,10 +234,10 @@ test_dead_peer() {
     say "dead-peer: mpirun exited $status $elapsed s after $peer died" \
         "(bound $DEAD_PEER_BOUND s)"
     if [ "$status" -eq 0 ]; then
-        say "dead-peer: the job succeeded without its peer"; rc=1
+        fault "dead-peer: the job succeeded without its peer"; rc=1
     elif [ "$status" -eq 124 ] || [ "$status" -eq 137 ] ||
          [ "$elapsed" -gt "$DEAD_PEER_BOUND" ]; then
-        say "dead-peer: the job did not end within $DEAD_PEER_BOUND s"; rc=1
+        fault "dead-peer: the job did not end within $DEAD_PEER_BOUND s"; rc=1
     fi
     # Who noticed: a rank's MPI call, or mpirun losing the peer's daemon
     grep -h "MPI error after\|lost communication\|ORTE has lost\|daemon" \
@@ -216,7 +245,7 @@ test_dead_peer() {
     sleep 2
     left=$(pgrep -a -f "mpi_hosts_test|orted|mpirun" || true)
     if [ -n "$left" ]; then
-        say "dead-peer: processes left behind:"; echo "$left"; rc=1
+        fault "dead-peer: processes left behind:"; echo "$left"; rc=1
         kill -9 $(pgrep -f "mpi_hosts_test|orted|mpirun") 2>/dev/null
     fi
     # Ranks that mpirun kills do not leave their GPUs: their state stays
@@ -228,7 +257,7 @@ test_dead_peer() {
         say "dead-peer: a job on gpumem-a alone takes it over"
         mpirun_hosts 120 gpumem-a:2 2 test/rc/mpi_hosts_test p2p 64k 2>&1 |
             grep -v "refuses to register dma-bufs" | grep "pair\|passed\|FAIL"
-        [ "${PIPESTATUS[0]}" -eq 0 ] || { say "dead-peer: that job failed"; rc=1; }
+        [ "${PIPESTATUS[0]}" -eq 0 ] || { fault "dead-peer: that job failed"; rc=1; }
     fi
     shm_clean dead-peer || rc=1
     return $rc
@@ -242,9 +271,13 @@ for t in "${tests[@]}"; do
     else
         say "$t FAILED ($(( $(date +%s) - t0 )) s)"
         failed+=("$t")
+        # gpumem-b is dead on purpose after dead-peer
+        [ "$t" = dead-peer ] || peer_state "$t"
     fi
 done
 if [ ${#failed[@]} -gt 0 ]; then
+    say "why, in short:"
+    printf '  %s\n' "${reasons[@]}"
     say "failed: ${failed[*]}"
     exit 1
 fi
