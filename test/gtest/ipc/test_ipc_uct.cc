@@ -14,6 +14,7 @@
 #include <common/scoped_env.h>
 
 extern "C" {
+#include <uct/gpumem/ipc/ipc_addr.h>
 #include <uct/gpumem/ipc/ipc_key.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/sys/math.h>
@@ -398,6 +399,78 @@ TEST_F(ipc_uct, process_is_not_reachable_to_itself_but_connects) {
             m_iface, (const uct_device_addr_t*)device_address().data(),
             (const uct_iface_addr_t*)iface_address().data()));
     EXPECT_EQ(UCS_OK, try_connect(device_address(), iface_address(), &ep));
+}
+
+/* An interface address naming no process or no user is refused, saying
+ * which, and no endpoint is made to it; the same address naming another
+ * process of the user is reached */
+TEST_F(ipc_uct, iface_address_of_no_process_or_user_is_refused) {
+    struct bad_addr {
+        const char  *what;
+        int32_t     pid;
+        uint32_t    uid;
+        const char  *said;
+    };
+    const int32_t other = (int32_t)getppid();
+    const uint32_t uid  = (uint32_t)geteuid();
+    const bad_addr bad[] = {
+        {"pid 0", 0, uid, "which no process can be"},
+        {"pid -1", -1, uid, "which no process can be"},
+        {"pid above the kernel's", UCT_GPUMEM_IPC_PID_MAX + 1, uid,
+         "which no process can be"},
+        {"user -1", other, (uint32_t)-1, "which is no user's"},
+    };
+    std::string good, addr;
+    uct_ep_h ep;
+
+    open_uct();
+    good = iface_address();
+    ASSERT_EQ((size_t)UCT_GPUMEM_IPC_IFACE_ADDR_SIZE, good.size());
+    for (const bad_addr &b : bad) {
+        SCOPED_TRACE(b.what);
+        addr = good;
+        memcpy(&addr[0], &b.pid, sizeof(b.pid));
+        memcpy(&addr[4], &b.uid, sizeof(b.uid));
+        log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
+        EXPECT_FALSE(uct_iface_is_reachable(
+                m_iface, (const uct_device_addr_t*)device_address().data(),
+                (const uct_iface_addr_t*)addr.data()));
+        EXPECT_EQ(UCS_ERR_UNREACHABLE,
+                  try_connect(device_address(), addr, &ep));
+        EXPECT_EQ(2u, log.count({"gpumem_ipc: interface address of process",
+                                 b.said})) << log.text();
+    }
+
+    /* The control: another process of this user on this GPU */
+    addr = good;
+    memcpy(&addr[0], &other, sizeof(other));
+    EXPECT_TRUE(uct_iface_is_reachable(
+            m_iface, (const uct_device_addr_t*)device_address().data(),
+            (const uct_iface_addr_t*)addr.data()));
+}
+
+/* The decoder gives back what the packer wrote */
+TEST(ipc_addr, packs_and_reads_back) {
+    uct_gpumem_ipc_peer_t peer, read;
+    uint8_t buffer[UCT_GPUMEM_IPC_IFACE_ADDR_SIZE + 1];
+
+    peer.pid        = UCT_GPUMEM_IPC_PID_MAX;
+    peer.uid        = 1000;
+    peer.iface_id   = 0xfedcba98;
+    peer.gpu.domain = 0xabcd;
+    peer.gpu.bus    = 0xe1;
+    peer.gpu.dev    = 31;
+    peer.gpu.fn     = 5;
+    uct_gpumem_ipc_iface_addr_pack(&peer, buffer + 1); /* Unaligned */
+    ASSERT_EQ(UCS_OK, uct_gpumem_ipc_iface_addr_unpack(
+                              buffer + 1, UCS_LOG_LEVEL_ERROR, &read));
+    EXPECT_EQ(peer.pid, read.pid);
+    EXPECT_EQ(peer.uid, read.uid);
+    EXPECT_EQ(peer.iface_id, read.iface_id);
+    EXPECT_EQ(peer.gpu.domain, read.gpu.domain);
+    EXPECT_EQ(peer.gpu.bus, read.gpu.bus);
+    EXPECT_EQ(peer.gpu.dev, read.gpu.dev);
+    EXPECT_EQ(peer.gpu.fn, read.gpu.fn);
 }
 
 TEST_F(ipc_uct, iface_opens_only_on_its_device) {

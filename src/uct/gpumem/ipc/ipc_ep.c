@@ -24,23 +24,21 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
 {
     uct_gpumem_ipc_iface_t *iface = ucs_derived_of(params->iface,
                                                    uct_gpumem_ipc_iface_t);
-    const uct_gpumem_ipc_iface_addr_t *addr;
     char gpu_name[GPUMEM_TOPO_PCI_STR_MAX];
+    uct_gpumem_ipc_peer_t peer;
     ucs_status_t status;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     if (!uct_gpumem_ipc_iface_reaches(iface, params->dev_addr,
-                                      params->iface_addr)) {
+                                      params->iface_addr, &peer)) {
         return UCS_ERR_UNREACHABLE;
     }
 
     UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_ep_t, &iface->super);
 
-    addr                   = (const uct_gpumem_ipc_iface_addr_t*)
-                             params->iface_addr;
-    self->peer_pid         = addr->pid;
-    self->peer_iface_id    = addr->iface_id;
-    uct_gpumem_ipc_iface_addr_gpu(addr, &self->peer_gpu);
+    self->peer_pid      = peer.pid;
+    self->peer_iface_id = peer.iface_id;
+    self->peer_gpu      = peer.gpu;
 
     status = uct_ep_keepalive_init(&self->keepalive, self->peer_pid);
     if (status != UCS_OK) {

@@ -105,39 +105,27 @@ static ucs_status_t
 uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
                                  uct_iface_addr_t *iface_addr)
 {
-    uct_gpumem_ipc_iface_t *iface     = ucs_derived_of(tl_iface,
-                                                       uct_gpumem_ipc_iface_t);
-    uct_gpumem_ipc_iface_addr_t *addr = (uct_gpumem_ipc_iface_addr_t*)
-                                        iface_addr;
-    const gpumem_pci_addr_t *gpu      = &gpumem_gpu_reach(
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_peer_t self;
+
+    self.pid      = getpid();
+    self.uid      = geteuid();
+    self.iface_id = iface->open.id;
+    self.gpu      = gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
-
-    addr->pid        = getpid();
-    addr->uid        = geteuid();
-    addr->iface_id   = iface->open.id;
-    addr->gpu_domain = gpu->domain;
-    addr->gpu_bus    = gpu->bus;
-    addr->gpu_devfn  = (uint8_t)((gpu->dev << 3) | (gpu->fn & 7));
+    uct_gpumem_ipc_iface_addr_pack(&self, iface_addr);
     return UCS_OK;
-}
-
-void uct_gpumem_ipc_iface_addr_gpu(const uct_gpumem_ipc_iface_addr_t *addr,
-                                   gpumem_pci_addr_t *gpu)
-{
-    gpu->domain = addr->gpu_domain;
-    gpu->bus    = addr->gpu_bus;
-    gpu->dev    = addr->gpu_devfn >> 3;
-    gpu->fn     = addr->gpu_devfn & 7;
 }
 
 int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
                                  const uct_device_addr_t *dev_addr,
-                                 const uct_iface_addr_t *iface_addr)
+                                 const uct_iface_addr_t *iface_addr,
+                                 uct_gpumem_ipc_peer_t *peer_p)
 {
     uint64_t machine = uct_gpumem_ipc_cache_machine(iface->md->cache);
-    const uct_gpumem_ipc_iface_addr_t *addr;
+    uct_gpumem_ipc_peer_t peer;
     uint64_t peer_machine;
-    gpumem_pci_addr_t peer_gpu;
 
     if ((dev_addr == NULL) || (iface_addr == NULL)) {
         return 0;
@@ -155,32 +143,40 @@ int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
         return 0;
     }
 
-    addr = (const uct_gpumem_ipc_iface_addr_t*)iface_addr;
-    if (addr->uid != geteuid()) {
+    if (uct_gpumem_ipc_iface_addr_unpack(iface_addr, UCS_LOG_LEVEL_ERROR,
+                                         &peer) != UCS_OK) {
+        return 0;
+    }
+
+    if (peer.uid != geteuid()) {
         if (uct_gpumem_ipc_log_once(UCT_GPUMEM_IPC_LOG_OTHER_USER |
-                                    addr->uid)) {
+                                    peer.uid)) {
             ucs_diag("gpumem_ipc: process %d of user %u does not map GPU "
                      "memory of user %u; another transport moves the data",
-                     addr->pid, addr->uid, (unsigned)geteuid());
+                     (int)peer.pid, (unsigned)peer.uid, (unsigned)geteuid());
         }
         return 0;
     }
 
-    uct_gpumem_ipc_iface_addr_gpu(addr, &peer_gpu);
-    return uct_gpumem_ipc_gpu_reaches(iface->super.context,
-                                      iface->md->gpu, &peer_gpu, NULL);
+    if (!uct_gpumem_ipc_gpu_reaches(iface->super.context, iface->md->gpu,
+                                    &peer.gpu, NULL)) {
+        return 0;
+    }
+
+    if (peer_p != NULL) {
+        *peer_p = peer;
+    }
+    return 1;
 }
 
 /* An interface of this process on this interface's own GPU */
 static int uct_gpumem_ipc_iface_is_self(uct_gpumem_ipc_iface_t *iface,
-                                        const uct_gpumem_ipc_iface_addr_t *addr)
+                                        const uct_gpumem_ipc_peer_t *peer)
 {
     const gpumem_pci_addr_t *gpu = &gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
-    gpumem_pci_addr_t peer_gpu;
 
-    uct_gpumem_ipc_iface_addr_gpu(addr, &peer_gpu);
-    return (addr->pid == getpid()) && gpumem_pci_addr_equal(&peer_gpu, gpu);
+    return (peer->pid == getpid()) && gpumem_pci_addr_equal(&peer->gpu, gpu);
 }
 
 /*
@@ -199,10 +195,10 @@ static int uct_gpumem_ipc_iface_is_reachable(const uct_iface_h tl_iface,
     uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gpumem_ipc_iface_t);
 
-    return (iface_addr != NULL) &&
-           !uct_gpumem_ipc_iface_is_self(
-                   iface, (const uct_gpumem_ipc_iface_addr_t*)iface_addr) &&
-           uct_gpumem_ipc_iface_reaches(iface, dev_addr, iface_addr);
+    uct_gpumem_ipc_peer_t peer;
+
+    return uct_gpumem_ipc_iface_reaches(iface, dev_addr, iface_addr, &peer) &&
+           !uct_gpumem_ipc_iface_is_self(iface, &peer);
 }
 
 static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
@@ -213,7 +209,7 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
 
     uct_gpumem_iface_query_common(&iface->super, iface_attr);
 
-    iface_attr->iface_addr_len          = sizeof(uct_gpumem_ipc_iface_addr_t);
+    iface_attr->iface_addr_len          = UCT_GPUMEM_IPC_IFACE_ADDR_SIZE;
     iface_attr->device_addr_len         = sizeof(uct_gpumem_ipc_device_addr_t);
     /* PENDING: no operation runs out of resources, so pending_add answers
      * UCS_ERR_BUSY (try again now) and nothing waits */

@@ -9,6 +9,7 @@
 #ifndef UCT_GPUMEM_IPC_IFACE_H_
 #define UCT_GPUMEM_IPC_IFACE_H_
 
+#include "ipc_addr.h"
 #include "ipc_md.h"
 #include "ipc_open.h"
 #include "ipc_reach.h"
@@ -31,22 +32,6 @@
 
 /* The device address: the machine's identity (uct_gpumem_ipc_machine_id) */
 typedef uint64_t uct_gpumem_ipc_device_addr_t;
-
-
-/**
- * The interface address: the process, its user, and its GPU, whose path to
- * the peer's GPU the topology judges, and the interface among the process's
- * (uct_gpumem_ipc_open_t). Read on the same machine only.
- */
-typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
-    int32_t  pid;
-    uint32_t uid;
-    uint32_t iface_id;
-    uint16_t gpu_domain;
-    uint8_t  gpu_bus;
-    uint8_t  gpu_devfn;  /* Device (5 bits) and function (3), as PCI packs
-                            them */
-} uct_gpumem_ipc_iface_addr_t;
 
 
 typedef struct uct_gpumem_ipc_iface_config {
@@ -84,11 +69,6 @@ typedef struct uct_gpumem_ipc_iface {
 extern uct_tl_t uct_gpumem_ipc_tl;
 
 
-/* The GPU an interface address names */
-void uct_gpumem_ipc_iface_addr_gpu(const uct_gpumem_ipc_iface_addr_t *addr,
-                                   gpumem_pci_addr_t *gpu);
-
-
 /**
  * Copy @a length bytes with the engine of the process's GPU @a gpu (device
  * addresses of that GPU, or host addresses). UCS_OK when the bytes landed
@@ -112,10 +92,13 @@ ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
 /**
  * Whether a peer's interface at @a dev_addr and @a iface_addr is reached:
  * the same machine and user, and this process's GPU reaches the peer's
- * (the peer may be this process). The reason of a refusal is logged once.
+ * (the peer may be this process). The reason of a refusal is logged once;
+ * an address that does not hold, each time, as an error. @a peer_p, when
+ * not NULL, gets the interface address read.
  */
 int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
                                  const uct_device_addr_t *dev_addr,
-                                 const uct_iface_addr_t *iface_addr);
+                                 const uct_iface_addr_t *iface_addr,
+                                 uct_gpumem_ipc_peer_t *peer_p);
 
 #endif
