@@ -201,11 +201,12 @@ excluded=(
     # register: gpumemipc reaches a peer's device memory only
     "gpumemipc/uct_flush_test.put_*"
     "gpumemipc/test_p2p_rma_madvise.*"
-    # Every interface of one process (gpumemcpy) or of one machine's
-    # processes (gpumemipc) is connected to its peers, as cma's and
-    # cuda_ipc's are; UCX 1.19 and later simulate a disconnected peer by
-    # changing the address only for the transports they name
-    "gpumem*/test_uct_ep.is_connected/*"
+    # Every interface of one process is connected to gpumemcpy's endpoints,
+    # whose addresses do not tell one interface of it from another, as
+    # cma's and cuda_ipc's are to those of one machine; UCX 1.19 and later
+    # simulate a disconnected peer by changing the address only for the
+    # transports they name
+    "gpumemcpy/test_uct_ep.is_connected/*"
     # The peer's failure is simulated by an invalid remote address and no
     # key, which gpumemipc and gpumem_rc refuse at once (their keys are the
     # peer's registrations) rather than failing later, as cma's

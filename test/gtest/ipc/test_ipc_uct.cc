@@ -7,6 +7,10 @@
  * See file LICENSE for terms.
  */
 
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
 #include "ipc_test.h"
 
 #include <common/channel.h>
@@ -1434,18 +1438,27 @@ TEST_F(ipc_uct, ep_check_tells_a_killed_peer_to_the_error_handler) {
 }
 
 /* An endpoint of @a iface to @a peer, another interface of the process */
-static void ipc_uct_connect(uct_iface_h iface, uct_iface_h peer,
-                            uct_ep_h *ep_p)
+/* The device and interface addresses of @a iface */
+static void ipc_uct_addresses(uct_iface_h iface, std::string *dev_addr,
+                              std::string *iface_addr)
 {
     uct_iface_attr_t attr;
 
-    ASSERT_EQ(UCS_OK, uct_iface_query(peer, &attr));
-    std::string dev_addr(attr.device_addr_len, '\0');
-    std::string iface_addr(attr.iface_addr_len, '\0');
+    ASSERT_EQ(UCS_OK, uct_iface_query(iface, &attr));
+    dev_addr->assign(attr.device_addr_len, '\0');
+    iface_addr->assign(attr.iface_addr_len, '\0');
     ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
-                              peer, (uct_device_addr_t*)&dev_addr[0]));
+                              iface, (uct_device_addr_t*)&(*dev_addr)[0]));
     ASSERT_EQ(UCS_OK, uct_iface_get_address(
-                              peer, (uct_iface_addr_t*)&iface_addr[0]));
+                              iface, (uct_iface_addr_t*)&(*iface_addr)[0]));
+}
+
+static void ipc_uct_connect(uct_iface_h iface, uct_iface_h peer,
+                            uct_ep_h *ep_p)
+{
+    std::string dev_addr, iface_addr;
+
+    ASSERT_NO_FATAL_FAILURE(ipc_uct_addresses(peer, &dev_addr, &iface_addr));
     ASSERT_EQ(UCS_OK, ipc_uct_connect_to(iface, dev_addr, iface_addr, ep_p));
 }
 
@@ -1505,6 +1518,39 @@ TEST_F(ipc_uct_peer_iface, ep_check_tells_a_closed_interface_of_the_process) {
     uct_ep_destroy(m_checked_ep);
     uct_iface_close(m_checked);
 }
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
+/* Whether @a ep is connected to @a iface, by its addresses */
+static bool ipc_uct_is_connected(uct_ep_h ep, uct_iface_h iface)
+{
+    uct_ep_is_connected_params_t params = {};
+    std::string dev_addr, iface_addr;
+
+    ipc_uct_addresses(iface, &dev_addr, &iface_addr);
+    params.field_mask  = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
+                         UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
+    params.device_addr = (const uct_device_addr_t*)dev_addr.data();
+    params.iface_addr  = (const uct_iface_addr_t*)iface_addr.data();
+    return uct_ep_is_connected(ep, &params);
+}
+
+/* An endpoint is connected to the interface it was made to, and not to
+ * another of the same process and GPU, nor to its own: UCP asks when a peer
+ * comes back by the same address */
+TEST_F(ipc_uct_peer_iface, ep_is_connected_to_its_interface_only) {
+    uct_iface_h other;
+
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    ASSERT_EQ(UCS_OK, try_open_iface(IPC_DEV, &other));
+    EXPECT_TRUE(ipc_uct_is_connected(m_checked_ep, m_peer));
+    EXPECT_FALSE(ipc_uct_is_connected(m_checked_ep, other));
+    EXPECT_FALSE(ipc_uct_is_connected(m_checked_ep, m_checked));
+    uct_ep_destroy(m_checked_ep);
+    uct_iface_close(other);
+    uct_iface_close(m_peer);
+    uct_iface_close(m_checked);
+}
+#endif
 
 /* An endpoint destroyed before progress told its peer's failure is not
  * told of: nothing refers to it after */

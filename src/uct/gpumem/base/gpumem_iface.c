@@ -402,6 +402,8 @@ UCS_CLASS_INIT_FUNC(uct_gpumem_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops,
+                              (desc->internal_ops != NULL) ?
+                              desc->internal_ops :
                               &uct_gpumem_iface_internal_ops, md, worker,
                               params,
                               tl_config UCS_STATS_ARG(params->stats_root)

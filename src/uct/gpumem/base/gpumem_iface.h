@@ -99,6 +99,8 @@ typedef struct uct_gpumem_iface_desc {
                                                      one stream; else all at
                                                      once, completing in any
                                                      order */
+    uct_iface_internal_ops_t        *internal_ops; /* The transport's own, or
+                                                      NULL: the base's */
 } uct_gpumem_iface_desc_t;
 
 

@@ -63,6 +63,38 @@ UCS_CLASS_DEFINE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
 
 
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
+int uct_gpumem_ipc_ep_is_connected(const uct_ep_h tl_ep,
+                                   const uct_ep_is_connected_params_t *params)
+{
+    const uct_gpumem_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpumem_ipc_ep_t);
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                   uct_gpumem_ipc_iface_t);
+    uct_gpumem_ipc_peer_t peer;
+    uint64_t machine;
+
+    if ((params->field_mask & UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR) &&
+        (params->device_addr != NULL)) {
+        memcpy(&machine, params->device_addr, sizeof(machine));
+        if (machine != uct_gpumem_ipc_cache_machine(iface->md->cache)) {
+            return 0;
+        }
+    }
+
+    /* An interface is told apart by its address only */
+    if (!(params->field_mask & UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR) ||
+        (params->iface_addr == NULL) ||
+        (uct_gpumem_ipc_iface_addr_unpack(params->iface_addr,
+                                          UCS_LOG_LEVEL_DEBUG,
+                                          &peer) != UCS_OK)) {
+        return 0;
+    }
+
+    return (peer.pid == ep->peer_pid) && (peer.iface_id == ep->peer_iface_id) &&
+           gpumem_pci_addr_equal(&peer.gpu, &ep->peer_gpu);
+}
+#endif
+
 /* A key rkey_unpack gave: neither UCT_INVALID_RKEY nor none at all */
 static UCS_F_ALWAYS_INLINE int uct_gpumem_ipc_rkey_given(uct_rkey_t rkey)
 {

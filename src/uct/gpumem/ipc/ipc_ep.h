@@ -28,6 +28,15 @@ UCS_CLASS_DECLARE_NEW_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t,
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_gpumem_ipc_ep_t, uct_ep_t);
 
 
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
+/* Whether the endpoint is connected to the interface the addresses name:
+ * the machine, the process, its interface among the process's, and its
+ * GPU */
+int uct_gpumem_ipc_ep_is_connected(const uct_ep_h tl_ep,
+                                   const uct_ep_is_connected_params_t *params);
+#endif
+
+
 /* Whether the peer process still lives; the interface's error handler is
  * called for the endpoint at progress where it does not */
 ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,

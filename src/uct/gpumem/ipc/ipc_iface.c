@@ -350,6 +350,14 @@ uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
               perf->bandwidth / UCS_MBYTE, perf->latency * UCS_USEC_PER_SEC);
 }
 
+
+/* The base's, but for connection: an endpoint knows the interface it was
+ * made to (UCX 1.16 and later ask) */
+static uct_iface_internal_ops_t uct_gpumem_ipc_iface_internal_ops = {
+    UCT_GPUMEM_IFACE_INTERNAL_OPS_EP(uct_gpumem_iface_estimate_perf,
+                                     uct_gpumem_ipc_ep_is_connected)
+};
+
 static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -359,13 +367,14 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
             ucs_derived_of(tl_config, uct_gpumem_ipc_iface_config_t);
     uct_gpumem_ipc_md_t *ipc_md = ucs_derived_of(md, uct_gpumem_ipc_md_t);
     uct_gpumem_iface_desc_t desc = {
-        .tl_name     = UCT_GPUMEM_IPC_TL_NAME,
-        .dev_name    = UCT_GPUMEM_IPC_DEV_NAME,
-        .context     = ipc_md->context,
-        .op_ops      = &uct_gpumem_ipc_op_ops,
-        .op_size     = sizeof(uct_gpumem_ipc_op_t),
-        .bounce_size = UCT_GPUMEM_IPC_MAX_BCOPY,
-        .in_order    = 0
+        .tl_name      = UCT_GPUMEM_IPC_TL_NAME,
+        .dev_name     = UCT_GPUMEM_IPC_DEV_NAME,
+        .context      = ipc_md->context,
+        .op_ops       = &uct_gpumem_ipc_op_ops,
+        .op_size      = sizeof(uct_gpumem_ipc_op_t),
+        .bounce_size  = UCT_GPUMEM_IPC_MAX_BCOPY,
+        .in_order     = 0,
+        .internal_ops = &uct_gpumem_ipc_iface_internal_ops
     };
 
     UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_iface_t, &uct_gpumem_ipc_iface_ops,
