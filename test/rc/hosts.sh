@@ -166,31 +166,13 @@ test_p2p() {
 }
 
 test_osc() {
-    local out rc=0
+    local out rc=0 status=0
     have_mpi osc || return 0
     # UCX 1.13's first protocols put short messages with the CPU whatever
     # the memory (a fault on device memory): its new ones ask the memory.
-    run_osc() {
-        status=0
-        out=$(mpirun_hosts 300 --mca osc ucx -x UCX_PROTO_ENABLE=y \
-                  test/rc/mpi_hosts_test osc 1m 2>&1) || status=$?
-        echo "$out" | grep -v "refuses to register dma-bufs"
-    }
-    local status
-    run_osc
-    # Now and then (about 1 job in 6) a rank dies by SIGSEGV inside
-    # MPI_Finalize, after every byte was checked: the kernel's own signal
-    # (SI_KERNEL) on the return of a system call, with UCX's error handling
-    # off too. Until that is mended, such a job runs once more, and the
-    # second must pass whole; any other failure counts.
-    if [ "$status" -ne 0 ] &&
-       grep -q "^mpi_hosts_test osc: passed" <<<"$out" &&
-       grep -q "exited on signal 11" <<<"$out" &&
-       grep -q "while in MPI_Finalize after osc" <<<"$out"; then
-        say "osc: KNOWN CRASH of a rank in MPI_Finalize after the test" \
-            "passed; once more"
-        run_osc
-    fi
+    out=$(mpirun_hosts 300 --mca osc ucx -x UCX_PROTO_ENABLE=y \
+              test/rc/mpi_hosts_test osc 1m 2>&1) || status=$?
+    echo "$out" | grep -v "refuses to register dma-bufs"
     [ "$status" -eq 0 ] ||
         { fault "osc: mpirun exited $status"; causes "$out"; rc=1; }
     shm_clean osc || rc=1
