@@ -11,6 +11,8 @@
 #  include "config.h"
 #endif
 
+#include "fuzz_check.h"
+
 #include <uct/gpumem/driver/cuda/cuda_handle.h>
 
 #include <stdint.h>
@@ -18,13 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
-static void check(int condition)
-{
-    if (!condition) {
-        abort(); /* An accepted handle that does not hold */
-    }
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,21 +31,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    check(size == GPUMEM_CUDA_HANDLE_SIZE);
-    check(handle.uid == geteuid());
-    check((handle.pid > 0) && (handle.size > 0) && (handle.alloc_id != 0));
+    fuzz_check(size == GPUMEM_CUDA_HANDLE_SIZE);
+    fuzz_check(handle.uid == geteuid());
+    fuzz_check((handle.pid > 0) && (handle.size > 0) && (handle.alloc_id != 0));
     if (handle.type == GPUMEM_CUDA_HANDLE_VMM_FD) {
-        check(handle.fd >= 0);
-        check((handle.granularity != 0) &&
+        fuzz_check(handle.fd >= 0);
+        fuzz_check((handle.granularity != 0) &&
               !(handle.granularity & (handle.granularity - 1)));
-        check((handle.size % GPUMEM_CUDA_HANDLE_PAGE) == 0);
+        fuzz_check((handle.size % GPUMEM_CUDA_HANDLE_PAGE) == 0);
     } else {
-        check(handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC);
-        check((handle.fd == -1) && (handle.granularity == 0));
+        fuzz_check(handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC);
+        fuzz_check((handle.fd == -1) && (handle.granularity == 0));
     }
 
-    check(gpumem_cuda_handle_pack(&handle, repacked, sizeof(repacked),
+    fuzz_check(gpumem_cuda_handle_pack(&handle, repacked, sizeof(repacked),
                                   &length) == UCS_OK);
-    check((length == size) && !memcmp(repacked, data, size));
+    fuzz_check((length == size) && !memcmp(repacked, data, size));
     return 0;
 }

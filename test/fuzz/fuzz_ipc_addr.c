@@ -11,19 +11,14 @@
 #  include "config.h"
 #endif
 
+#include "fuzz_check.h"
+
 #include <uct/gpumem/ipc/ipc_addr.h>
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-static void check(int condition)
-{
-    if (!condition) {
-        abort(); /* An accepted address that does not hold */
-    }
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -39,10 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    check((peer.pid > 0) && (peer.pid <= UCT_GPUMEM_IPC_PID_MAX));
-    check(peer.uid != (uid_t)-1);
-    check((peer.gpu.dev < 32) && (peer.gpu.fn < 8));
+    fuzz_check((peer.pid > 0) && (peer.pid <= UCT_GPUMEM_IPC_PID_MAX));
+    fuzz_check(peer.uid != (uid_t)-1);
+    fuzz_check((peer.gpu.dev < 32) && (peer.gpu.fn < 8));
     uct_gpumem_ipc_iface_addr_pack(&peer, repacked);
-    check(!memcmp(repacked, data, sizeof(repacked)));
+    fuzz_check(!memcmp(repacked, data, sizeof(repacked)));
     return 0;
 }

@@ -11,6 +11,8 @@
 #  include "config.h"
 #endif
 
+#include "fuzz_check.h"
+
 #include <uct/gpumem/ipc/ipc_key.h>
 
 #include <stdint.h>
@@ -18,31 +20,24 @@
 #include <string.h>
 
 
-static void check(int condition)
-{
-    if (!condition) {
-        abort(); /* An accepted key that does not hold */
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t repacked[512];
     uct_gpumem_ipc_key_t key;
 
-    check(uct_gpumem_ipc_key_packed_size() <= sizeof(repacked));
+    fuzz_check(uct_gpumem_ipc_key_packed_size() <= sizeof(repacked));
     if (uct_gpumem_ipc_key_unpack(data, size, &key) != UCS_OK) {
         return 0;
     }
 
-    check(size == uct_gpumem_ipc_key_packed_size());
-    check(key.handle_len <= sizeof(key.handle));
-    check(key.length <= key.alloc_size);
-    check(key.address >= key.alloc_address);
-    check(key.address - key.alloc_address <= key.alloc_size - key.length);
-    check(key.alloc_address + key.alloc_size >= key.alloc_address);
+    fuzz_check(size == uct_gpumem_ipc_key_packed_size());
+    fuzz_check(key.handle_len <= sizeof(key.handle));
+    fuzz_check(key.length <= key.alloc_size);
+    fuzz_check(key.address >= key.alloc_address);
+    fuzz_check(key.address - key.alloc_address <= key.alloc_size - key.length);
+    fuzz_check(key.alloc_address + key.alloc_size >= key.alloc_address);
 
     uct_gpumem_ipc_key_pack(&key, repacked);
-    check(!memcmp(repacked, data, size));
+    fuzz_check(!memcmp(repacked, data, size));
     return 0;
 }

@@ -11,19 +11,14 @@
 #  include "config.h"
 #endif
 
+#include "fuzz_check.h"
+
 #include <uct/gpumem/rc/rc_addr.h>
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-static void check(int condition)
-{
-    if (!condition) {
-        abort(); /* An accepted address that does not hold */
-    }
-}
 
 /* The input: a device address, then an endpoint address */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -39,19 +34,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (uct_gpumem_rc_dev_addr_unpack(data, UCS_LOG_LEVEL_ERROR,
                                       &dev_addr) == UCS_OK) {
-        check(dev_addr.is_eth ?
+        fuzz_check(dev_addr.is_eth ?
               (memcmp(dev_addr.gid, zero_gid, sizeof(zero_gid)) != 0) :
               (dev_addr.lid != 0));
         uct_gpumem_rc_dev_addr_pack(&dev_addr, repacked);
-        check(!memcmp(repacked, data, UCT_GPUMEM_RC_DEV_ADDR_SIZE));
+        fuzz_check(!memcmp(repacked, data, UCT_GPUMEM_RC_DEV_ADDR_SIZE));
     }
 
     data += UCT_GPUMEM_RC_DEV_ADDR_SIZE;
     if (uct_gpumem_rc_ep_addr_unpack(data, &ep_addr) == UCS_OK) {
-        check((ep_addr.qp_num >= 2) && (ep_addr.qp_num < (1u << 24)));
-        check((ep_addr.path_mtu >= 1) && (ep_addr.path_mtu <= 5));
+        fuzz_check((ep_addr.qp_num >= 2) && (ep_addr.qp_num < (1u << 24)));
+        fuzz_check((ep_addr.path_mtu >= 1) && (ep_addr.path_mtu <= 5));
         uct_gpumem_rc_ep_addr_pack(&ep_addr, repacked);
-        check(!memcmp(repacked, data, UCT_GPUMEM_RC_EP_ADDR_SIZE));
+        fuzz_check(!memcmp(repacked, data, UCT_GPUMEM_RC_EP_ADDR_SIZE));
     }
     return 0;
 }

@@ -11,6 +11,8 @@
 #  include "config.h"
 #endif
 
+#include "fuzz_check.h"
+
 #include <uct/gpumem/topo/topo.h>
 #include <uct/gpumem/topo/topo_facts.h>
 
@@ -28,13 +30,6 @@ static char fuzz_path[64];
 static int fuzz_fd = -1;
 
 
-static void check(int condition)
-{
-    if (!condition) {
-        abort(); /* A file that does what it must not */
-    }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     gpumem_topo_params_t params = {0};
@@ -42,13 +37,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* The machine: an export from the environment, or this machine's */
     params.xml_path   = getenv("GPUMEM_FUZZ_XML");
     params.sysfs_root = "/nonexistent";
-    check(gpumem_topo_load(&params, &fuzz_machine) == UCS_OK);
+    fuzz_check(gpumem_topo_load(&params, &fuzz_machine) == UCS_OK);
     fuzz_devs = malloc(fuzz_machine->num_devs * sizeof(*fuzz_devs) + 1);
-    check(fuzz_devs != NULL);
+    fuzz_check(fuzz_devs != NULL);
 
     /* The file: a memfd, a regular file at a path */
     fuzz_fd = memfd_create("gpumem-fuzz-facts", 0);
-    check(fuzz_fd >= 0);
+    fuzz_check(fuzz_fd >= 0);
     snprintf(fuzz_path, sizeof(fuzz_path), "/proc/self/fd/%d", fuzz_fd);
     return 0;
 }
@@ -59,21 +54,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gpumem_topo_t topo = *fuzz_machine;
     unsigned i;
 
-    check((ftruncate(fuzz_fd, 0) == 0) &&
+    fuzz_check((ftruncate(fuzz_fd, 0) == 0) &&
           (pwrite(fuzz_fd, data, size, 0) == (ssize_t)size));
 
     memcpy(fuzz_devs, fuzz_machine->devs, devs_size);
     topo.devs = fuzz_devs;
     if (gpumem_topo_facts_apply(&topo, fuzz_path) != UCS_OK) {
-        check(!memcmp(fuzz_devs, fuzz_machine->devs, devs_size));
+        fuzz_check(!memcmp(fuzz_devs, fuzz_machine->devs, devs_size));
         return 0;
     }
 
-    check(topo.num_devs == fuzz_machine->num_devs);
+    fuzz_check(topo.num_devs == fuzz_machine->num_devs);
     for (i = 0; i < topo.num_devs; ++i) {
-        check(gpumem_pci_addr_equal(&topo.devs[i].reach.addr,
+        fuzz_check(gpumem_pci_addr_equal(&topo.devs[i].reach.addr,
                                     &fuzz_machine->devs[i].reach.addr));
-        check(topo.devs[i].reach.path_len ==
+        fuzz_check(topo.devs[i].reach.path_len ==
               fuzz_machine->devs[i].reach.path_len);
     }
     return 0;
