@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (handle.type == GPUMEM_CUDA_HANDLE_VMM_FD) {
         fuzz_check(handle.fd >= 0);
         fuzz_check((handle.granularity != 0) &&
-              !(handle.granularity & (handle.granularity - 1)));
+                   !(handle.granularity & (handle.granularity - 1)));
         fuzz_check((handle.size % GPUMEM_CUDA_HANDLE_PAGE) == 0);
     } else {
         fuzz_check(handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC);
@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     fuzz_check(gpumem_cuda_handle_pack(&handle, repacked, sizeof(repacked),
-                                  &length) == UCS_OK);
+                                       &length) == UCS_OK);
     fuzz_check((length == size) && !memcmp(repacked, data, size));
     return 0;
 }

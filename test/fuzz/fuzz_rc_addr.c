@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (uct_gpumem_rc_dev_addr_unpack(data, UCS_LOG_LEVEL_ERROR,
                                       &dev_addr) == UCS_OK) {
         fuzz_check(dev_addr.is_eth ?
-              (memcmp(dev_addr.gid, zero_gid, sizeof(zero_gid)) != 0) :
-              (dev_addr.lid != 0));
+                   (memcmp(dev_addr.gid, zero_gid, sizeof(zero_gid)) != 0) :
+                   (dev_addr.lid != 0));
         uct_gpumem_rc_dev_addr_pack(&dev_addr, repacked);
         fuzz_check(!memcmp(repacked, data, UCT_GPUMEM_RC_DEV_ADDR_SIZE));
     }

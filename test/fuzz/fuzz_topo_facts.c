@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned i;
 
     fuzz_check((ftruncate(fuzz_fd, 0) == 0) &&
-          (pwrite(fuzz_fd, data, size, 0) == (ssize_t)size));
+               (pwrite(fuzz_fd, data, size, 0) == (ssize_t)size));
 
     memcpy(fuzz_devs, fuzz_machine->devs, devs_size);
     topo.devs = fuzz_devs;
@@ -67,9 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(topo.num_devs == fuzz_machine->num_devs);
     for (i = 0; i < topo.num_devs; ++i) {
         fuzz_check(gpumem_pci_addr_equal(&topo.devs[i].reach.addr,
-                                    &fuzz_machine->devs[i].reach.addr));
+                                         &fuzz_machine->devs[i].reach.addr));
         fuzz_check(topo.devs[i].reach.path_len ==
-              fuzz_machine->devs[i].reach.path_len);
+                   fuzz_machine->devs[i].reach.path_len);
     }
     return 0;
 }

@@ -12,6 +12,8 @@
 #  include "config.h"
 #endif
 
+#include "fuzz_check.h"
+
 #include <uct/gpumem/topo/topo.h>
 
 #include <stdint.h>
@@ -26,13 +28,6 @@ static char fuzz_path[64];
 static int fuzz_fd = -1;
 
 
-static void check(int condition)
-{
-    if (!condition) {
-        abort(); /* An accepted machine that does not hold */
-    }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     /* hwloc's own parser, which recurses per element: what the depth bound
@@ -41,7 +36,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
     /* The document: a memfd, a regular file at a path, as a user's */
     fuzz_fd = memfd_create("gpumem-fuzz-xml", 0);
-    check(fuzz_fd >= 0);
+    fuzz_check(fuzz_fd >= 0);
     snprintf(fuzz_path, sizeof(fuzz_path), "/proc/self/fd/%d", fuzz_fd);
     return 0;
 }
@@ -52,18 +47,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gpumem_topo_t *topo;
     unsigned i, j;
 
-    check((ftruncate(fuzz_fd, 0) == 0) &&
-          (pwrite(fuzz_fd, data, size, 0) == (ssize_t)size));
+    fuzz_check((ftruncate(fuzz_fd, 0) == 0) &&
+               (pwrite(fuzz_fd, data, size, 0) == (ssize_t)size));
 
     params.xml_path   = fuzz_path;
     params.sysfs_root = "/nonexistent";
     if (gpumem_topo_load(&params, &topo) == UCS_OK) {
-        check(topo->num_gpus + topo->num_nics == topo->num_devs);
+        fuzz_check(topo->num_gpus + topo->num_nics == topo->num_devs);
         for (i = 0; i < topo->num_devs; ++i) {
-            check(topo->devs[i].reach.path_len <= GPUMEM_TOPO_PATH_MAX);
+            fuzz_check(topo->devs[i].reach.path_len <= GPUMEM_TOPO_PATH_MAX);
             for (j = 0; j < i; ++j) {
-                check(!gpumem_pci_addr_equal(&topo->devs[i].reach.addr,
-                                             &topo->devs[j].reach.addr));
+                fuzz_check(!gpumem_pci_addr_equal(&topo->devs[i].reach.addr,
+                                                  &topo->devs[j].reach.addr));
             }
         }
         gpumem_topo_destroy(topo);

@@ -48,7 +48,8 @@ peer_state() {
         fault "$1: $peer had ended by itself (test/vm/run saw its qemu end)"
         return
     fi
-    if ! ssh -o ConnectTimeout=10 -o BatchMode=yes "$peer" \
+    if ! timeout -k 5 30 ssh -o ConnectTimeout=10 -o BatchMode=yes \
+            -o ServerAliveInterval=5 -o ServerAliveCountMax=2 "$peer" \
             'uptime; free -m | sed -n 2p; pgrep -a "orted|mpi_hosts_test";
              dmesg | tail -n 8' 2>&1 | sed "s/^/  $peer: /"; then
         fault "$1: $peer does not answer ssh"
@@ -111,8 +112,10 @@ test_identity() {
     local server=$!
     sleep 3
     out=$(UCX_LOG_LEVEL=diag timeout -k 5 60 \
-              test/rc/reach_test client "$peer" $port other 2>&1) || rc=1
-    wait $server || rc=1
+              test/rc/reach_test client "$peer" $port other 2>&1) ||
+        { fault "identity: reach_test's client to $peer failed"; rc=1; }
+    wait $server ||
+        { fault "identity: reach_test's server on $peer failed"; rc=1; }
     echo "$out"
     cat /tmp/reach-b.log
     # Each side says why gpumemipc refuses
@@ -126,8 +129,10 @@ test_identity() {
     timeout -k 5 60 test/rc/reach_test server $port same &
     server=$!
     sleep 2
-    timeout -k 5 60 test/rc/reach_test client gpumem-a $port same || rc=1
-    wait $server || rc=1
+    timeout -k 5 60 test/rc/reach_test client gpumem-a $port same ||
+        { fault "identity: reach_test's client on one machine failed"; rc=1; }
+    wait $server ||
+        { fault "identity: reach_test's server on one machine failed"; rc=1; }
     return $rc
 }
 
@@ -248,6 +253,11 @@ test_dead_peer() {
 for t in "${tests[@]}"; do
     t0=$(date +%s)
     say "--- $t"
+    if [ -e "$GPUMEM_VM_CTL/peer-gone" ]; then
+        fault "$t: not run: $peer had ended by itself"
+        failed+=("$t")
+        continue
+    fi
     if "test_${t//-/_}"; then
         say "$t passed ($(( $(date +%s) - t0 )) s)"
     else
@@ -259,7 +269,7 @@ for t in "${tests[@]}"; do
 done
 if [ ${#failed[@]} -gt 0 ]; then
     say "why, in short:"
-    printf '  %s\n' "${reasons[@]}"
+    printf '  %s\n' ${reasons[@]+"${reasons[@]}"}
     say "failed: ${failed[*]}"
     exit 1
 fi

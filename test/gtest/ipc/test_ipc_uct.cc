@@ -415,7 +415,8 @@ TEST_F(ipc_uct, iface_address_of_no_process_or_user_is_refused) {
         uint32_t    uid;
         const char  *said;
     };
-    const int32_t other = (int32_t)getppid();
+    /* Any pid but this process's: the parent's may be 0 in a namespace */
+    const int32_t other = (getpid() == 1) ? 2 : 1;
     const uint32_t uid  = (uint32_t)geteuid();
     const bad_addr bad[] = {
         {"pid 0", 0, uid, "which no process can be"},
@@ -1520,13 +1521,12 @@ TEST_F(ipc_uct_peer_iface, ep_check_tells_a_closed_interface_of_the_process) {
 }
 
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_EP_IS_CONNECTED
-/* Whether @a ep is connected to @a iface, by its addresses */
-static bool ipc_uct_is_connected(uct_ep_h ep, uct_iface_h iface)
+/* Whether @a ep is connected to the interface at these addresses */
+static bool ipc_uct_is_connected_to(uct_ep_h ep, const std::string &dev_addr,
+                                    const std::string &iface_addr)
 {
     uct_ep_is_connected_params_t params = {};
-    std::string dev_addr, iface_addr;
 
-    ipc_uct_addresses(iface, &dev_addr, &iface_addr);
     params.field_mask  = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
                          UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
     params.device_addr = (const uct_device_addr_t*)dev_addr.data();
@@ -1535,16 +1535,34 @@ static bool ipc_uct_is_connected(uct_ep_h ep, uct_iface_h iface)
 }
 
 /* An endpoint is connected to the interface it was made to, and not to
- * another of the same process and GPU, nor to its own: UCP asks when a peer
+ * another of the same process and GPU, nor to its own, nor to the same
+ * interface said of another machine or another GPU: UCP asks when a peer
  * comes back by the same address */
 TEST_F(ipc_uct_peer_iface, ep_is_connected_to_its_interface_only) {
+    std::string dev_addr, iface_addr, other_machine, other_gpu;
+    std::string other_dev, other_iface, own_dev, own_iface;
     uct_iface_h other;
 
     ASSERT_NO_FATAL_FAILURE(open_pair());
     ASSERT_EQ(UCS_OK, try_open_iface(IPC_DEV, &other));
-    EXPECT_TRUE(ipc_uct_is_connected(m_checked_ep, m_peer));
-    EXPECT_FALSE(ipc_uct_is_connected(m_checked_ep, other));
-    EXPECT_FALSE(ipc_uct_is_connected(m_checked_ep, m_checked));
+    ASSERT_NO_FATAL_FAILURE(ipc_uct_addresses(m_peer, &dev_addr,
+                                              &iface_addr));
+    ASSERT_NO_FATAL_FAILURE(ipc_uct_addresses(other, &other_dev,
+                                              &other_iface));
+    ASSERT_NO_FATAL_FAILURE(ipc_uct_addresses(m_checked, &own_dev,
+                                              &own_iface));
+    other_machine     = dev_addr;
+    other_machine[0] ^= 1;
+    other_gpu         = iface_addr;
+    other_gpu[14]    ^= 1;    /* The GPU's bus */
+
+    EXPECT_TRUE(ipc_uct_is_connected_to(m_checked_ep, dev_addr, iface_addr));
+    EXPECT_FALSE(ipc_uct_is_connected_to(m_checked_ep, other_dev,
+                                         other_iface));
+    EXPECT_FALSE(ipc_uct_is_connected_to(m_checked_ep, own_dev, own_iface));
+    EXPECT_FALSE(ipc_uct_is_connected_to(m_checked_ep, other_machine,
+                                         iface_addr));
+    EXPECT_FALSE(ipc_uct_is_connected_to(m_checked_ep, dev_addr, other_gpu));
     uct_ep_destroy(m_checked_ep);
     uct_iface_close(other);
     uct_iface_close(m_peer);

@@ -24,8 +24,9 @@ BEGIN_C_DECLS
  * (1), device and function (1, as PCI packs them) */
 #define UCT_GPUMEM_IPC_IFACE_ADDR_SIZE 16
 
-/* The kernel's largest pid (PID_MAX_LIMIT on 64-bit) */
-#define UCT_GPUMEM_IPC_PID_MAX         (4 * 1024 * 1024)
+/* The kernel's largest pid: below pid_max, which is at most PID_MAX_LIMIT
+ * (4 Mi on 64-bit) */
+#define UCT_GPUMEM_IPC_PID_MAX         (4 * 1024 * 1024 - 1)
 
 
 /**

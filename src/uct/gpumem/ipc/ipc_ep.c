@@ -18,6 +18,7 @@
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <unistd.h>
+#include <string.h>
 
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
