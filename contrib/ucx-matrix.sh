@@ -80,16 +80,25 @@ check_counts() {
          "$scripts_fail failed"
 }
 
-# The device/host ratios of one transfer_bench run: "lat R, bw R"
+# The device/host ratios of one transfer_bench run over the copy transport
+# alone and of the bandwidth with gpumemipc too, and the 8 B floor that
+# UCP's copy protocol sets (copy / short, host memory): "lat R (R against
+# host by copy, floor R), bw R, with gpumemipc R"
 bench_ratios() {
-    local build=$1 out
+    local build=$1 out ipc
     out=$(bash "$build/src-copy/bench/transfer_bench.sh" "$build/gpumem" \
               posix,gpumemcpy 2>&1) || { echo "bench failed"; return 1; }
-    echo "$out" | awk '/^tag_lat 8 B +[0-9]/ { lat = $NF }
-                       /^tag_lat 8 B \(/ { cp = $NF }
-                       /^tag_bw/ { bw = $NF }
-                       END { printf "tag_lat 8 B %s (%s against host by copy), " \
-                                    "tag_bw 4 MiB %s", lat, cp, bw }'
+    ipc=$(bash "$build/src-copy/bench/transfer_bench.sh" "$build/gpumem" \
+              posix,gpumemcpy,gpumemipc 2>&1) || { echo "bench failed"; return 1; }
+    { echo "$out"; echo "$ipc" | sed -n 's/^tag_bw/ipc_bw/p'; } |
+        awk '/^tag_lat 8 B +[0-9]/ { lat = $NF }
+             /^tag_lat 8 B \(host/ { cp = $NF }
+             /^tag_lat 8 B \(copy/ { fl = $NF }
+             /^tag_bw/ { bw = $NF }
+             /^ipc_bw/ { ipc = $NF }
+             END { printf "tag_lat 8 B %s (%s against host by copy, floor " \
+                          "%s), tag_bw 4 MiB %s, with gpumemipc %s", \
+                          lat, cp, fl, bw, ipc }'
 }
 
 # ucx_env PREFIX: this shell runs the UCX of PREFIX from now on

@@ -5,9 +5,12 @@
  * pair's data: gpumemipc between ranks of one host, gpumem_rc between
  * hosts, and never the other. "osc" adds MPI one-sided put and get on a
  * window of device memory; "stream" sends between the hosts until an
- * error (for a peer machine that dies).
+ * error (for a peer machine that dies); "pingpong" makes blocking round
+ * trips of max bytes between the hosts (GPUMEM_PINGPONG_ITERS of them), a
+ * stress of rendezvous across machines.
  *
- *   mpirun --host A:2,B:2 ... test/rc/mpi_hosts_test [p2p|osc|stream] [max]
+ *   mpirun --host A:2,B:2 ... test/rc/mpi_hosts_test [p2p|osc|stream|pingpong]
+ *       [max]
  *
  * Each rank takes its host's GPU of its local rank (UCX_GPUMEM_ALLOC_GPU,
  * set here before MPI_Init unless given). Exits non-zero on any error.
@@ -387,6 +390,47 @@ static int test_stream(size_t max, void *send, void *recv,
     return 1;
 }
 
+/* Ranks of the first host and those of the others in pairs, blocking, the
+ * first host's rank sending first, GPUMEM_PINGPONG_ITERS round trips (1000
+ * by default) of @a max bytes; every byte checked at the first and last */
+static int test_pingpong(size_t max, void *send, void *recv,
+                         unsigned char *host)
+{
+    const char *iters_env = getenv("GPUMEM_PINGPONG_ITERS");
+    unsigned long iters   = (iters_env != NULL) ? strtoul(iters_env, NULL, 0) :
+                                                  1000;
+    int half = num_ranks / 2;
+    int peer = (rank < half) ? rank + half : rank - half;
+    size_t wrong = 0;
+    unsigned long i;
+    double start;
+
+    to_device(send, host, max, seed_of(rank, peer, max, 5));
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = MPI_Wtime();
+    for (i = 0; i < iters; ++i) {
+        WHERE("round trip %lu of %zu bytes blocking with rank %d", i, max,
+              peer);
+        if (rank < half) {
+            MPI_Send(send, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
+            MPI_Recv(recv, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(recv, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            MPI_Send(send, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
+        }
+        if ((i == 0) || (i + 1 == iters)) {
+            wrong += check(recv, host, max, seed_of(peer, rank, max, 5));
+        }
+    }
+    printf("rank %d: %lu round trips of %zu bytes with rank %d in %.1f s, "
+           "%zu bytes wrong\n", rank, iters, max, peer, MPI_Wtime() - start,
+           wrong);
+    fflush(stdout);
+    return wrong != 0;
+}
+
 static size_t parse_size(const char *str)
 {
     char *end;
@@ -474,8 +518,10 @@ int main(int argc, char **argv)
         failed = test_osc(max, send, recv, host);
     } else if (!strcmp(mode, "stream")) {
         failed = test_stream(max, send, recv, host);
+    } else if (!strcmp(mode, "pingpong")) {
+        failed = test_pingpong(max, send, recv, host);
     } else {
-        fail("modes: p2p, osc, stream");
+        fail("modes: p2p, osc, stream, pingpong");
         failed = 1;
     }
 

@@ -261,6 +261,14 @@ unsigned uct_gpumem_iface_progress(uct_iface_h tl_iface)
     uct_gpumem_iface_op_t *op;
     ucs_queue_iter_t iter;
 
+    /* Nothing posted, nothing to tell: the common case of a polling loop */
+    if (ucs_likely(ucs_queue_is_empty(&iface->ops) &&
+                   ucs_queue_is_empty(&iface->flushes) &&
+                   ucs_list_is_empty(&iface->failed_eps))) {
+        iface->fenced = 0;
+        return 0;
+    }
+
     /* Every engine moves its share (in order, the head's alone); the
      * completions are given after the walk, since a completion may post
      * again */
