@@ -2,14 +2,16 @@
 # Builds and checks gpumem against each UCX source tree given, one summary
 # line per version.
 #
-# Usage: contrib/ucx-matrix.sh [--no-bench] UCX_SRC_DIR...
+# Usage: contrib/ucx-matrix.sh [--no-bench] [--no-vm] UCX_SRC_DIR...
 #
 # For each tree: UCX is built and installed once into the set-up cache
 # (contrib/ucx-build.sh, keyed by its commit), gpumem is built against it
 # with -Werror from a copy of this checkout (uncommitted changes included),
 # then "make check", UCX's own googletest families ("make
-# check-ucx-gtest"), UCX's own CUDA transports built from the same tree on
-# the emulated CUDA ("make check-ucx-cuda"), the demo, native loading
+# check-ucx-gtest"), those of gpumem_rc and gpumem_ib in the soft-RoCE VM
+# ("make check-vm-ucx-gtest"; --no-vm leaves them out), UCX's own CUDA
+# transports built from the same tree on the emulated CUDA ("make
+# check-ucx-cuda"), the demo, native loading
 # through UCX_PLUGIN_PATH (where UCX has it) and, twice, the device/host
 # ratios of bench/transfer_bench.sh.
 # Last, the plugin of each version is loaded into the next version's UCX,
@@ -27,15 +29,19 @@ GPUMEM_CACHE_DIR=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}
 GPUMEM_MATRIX_DIR=${GPUMEM_MATRIX_DIR:-$GPUMEM_CACHE_DIR/matrix}
 JOBS=${GPUMEM_JOBS:-2}
 bench=1
+vm=1
 
 log() { echo "ucx-matrix: $*" >&2; }
 
-if [ "${1:-}" = "--no-bench" ]; then
-    bench=0
-    shift
-fi
+while [ $# -gt 0 ]; do
+    case $1 in
+    --no-bench) bench=0; shift ;;
+    --no-vm)    vm=0; shift ;;
+    *)          break ;;
+    esac
+done
 if [ $# -eq 0 ]; then
-    echo "usage: $0 [--no-bench] UCX_SRC_DIR..." >&2
+    echo "usage: $0 [--no-bench] [--no-vm] UCX_SRC_DIR..." >&2
     exit 2
 fi
 
@@ -162,6 +168,19 @@ run_version() {
         result+="; UCX gtest ok ($(ucx_gtest_counts "$build/ucx-gtest.log"))"
     else
         result+="; UCX gtest FAILED ($(ucx_gtest_counts "$build/ucx-gtest.log"))"
+    fi
+
+    # gpumem_rc's and gpumem_ib's families in the soft-RoCE VM, this UCX
+    # shared into it (--no-vm leaves them out)
+    if [ $vm = 1 ]; then
+        if make -C "$gpumem" check-vm-ucx-gtest \
+                >"$build/vm-ucx-gtest.log" 2>&1; then
+            result+="; UCX gtest in the VM ok ($(ucx_gtest_counts \
+                                                 "$build/vm-ucx-gtest.log"))"
+        else
+            result+="; UCX gtest in the VM FAILED ($(ucx_gtest_counts \
+                                                     "$build/vm-ucx-gtest.log"))"
+        fi
     fi
 
     # UCX's own CUDA transports on the emulated CUDA: this UCX built with

@@ -118,6 +118,12 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [int (*f)(const uct_iface_h, const uct_iface_is_reachable_params_t*) =
              uct_iface_scope_is_reachable; (void)f;])
 
+    dnl Performance estimates
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_PERF_ATTR_PATH_BANDWIDTH],
+        [estimates have the bandwidth of one path],
+        [#include <uct/api/v2/uct_v2.h>], [uct_perf_attr_t],
+        [path_bandwidth])
+
     dnl Interface memory pools
     GPUMEM_UCX_PROBE_MEMBER([HAVE_UCT_IFACE_MPOOL_CONFIG_MAX_CHUNK_SIZE],
         [interface memory pools are configured with a chunk size and growth],

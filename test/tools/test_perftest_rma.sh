@@ -2,7 +2,9 @@
 # ucx_perftest's UCP RMA tests on device memory (-m cuda,cuda), two
 # processes: UCX 1.13 must carry ucp_put and ucp_get with gpumemipc, since
 # its CPU emulation of RMA faults on device memory. The bytes themselves are
-# checked by the gtest ipc_ucp_rma; here the tool runs to its end.
+# checked by the gtest ipc_ucp_rma; here the tool runs to its end. So does
+# tag_bw of 4 MiB device buffers, whose rendezvous goes zero-copy through
+# gpumemipc or pipelined through device fragments as the UCX selects.
 #   test_perftest_rma.sh BUILDDIR
 set -u
 build=$1
@@ -47,6 +49,7 @@ for tls in posix,gpumemcpy,gpumemipc sm,gpumemcpy,gpumemipc \
         run "$tls" ucp_put_bw "$size"
         run "$tls" ucp_get "$size"
     done
+    run "$tls" tag_bw 4194304
 done
 
 rm -rf "$shm" "$shm.server" "$shm.client"

@@ -331,6 +331,30 @@ TEST_F(ipc_uct, estimates_come_from_the_topology_path) {
     EXPECT_NEAR(3e-6, attr.latency.c, 1e-9);
 }
 
+#ifdef HAVE_UCT_PERF_ATTR_PATH_BANDWIDTH
+/* UCX 1.20 and later ask the bandwidth of one path too, and share a device
+ * among lanes by its ratio to the interface's: left unset, it was what the
+ * caller's stack held, and where that was nothing UCP kept every lane out
+ * of a pipelined rendezvous through device fragments, which then divided by
+ * zero at its first message (ucx_perftest -t tag_bw -m cuda,cuda over
+ * posix,gpumemcpy,gpumemipc) */
+TEST_F(ipc_uct, estimates_give_a_paths_bandwidth_as_the_interfaces) {
+    uct_perf_attr_t perf;
+
+    open_uct();
+    memset(&perf, 0, sizeof(perf));
+    perf.field_mask = UCT_PERF_ATTR_FIELD_OPERATION |
+                      UCT_PERF_ATTR_FIELD_BANDWIDTH |
+                      UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH;
+    perf.operation  = UCT_EP_OP_GET_ZCOPY;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(m_iface, &perf));
+    EXPECT_LT(1.0, perf.bandwidth.shared + perf.bandwidth.dedicated);
+    EXPECT_DOUBLE_EQ(perf.bandwidth.shared, perf.path_bandwidth.shared);
+    EXPECT_DOUBLE_EQ(perf.bandwidth.dedicated,
+                     perf.path_bandwidth.dedicated);
+}
+#endif
+
 /* On a machine whose GPUs pair by NVLink, the fabric's */
 TEST_F(ipc_uct, estimates_of_a_gpu_with_nvlink_are_the_fabrics) {
     GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");

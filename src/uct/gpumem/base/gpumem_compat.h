@@ -445,6 +445,24 @@ int uct_gpumem_iface_is_reachable_v2(
 #  define UCT_GPUMEM_IOP_IS_CONNECTED(_func)
 #endif
 
+/* The bandwidth of one path through the interface (UCX 1.20 and later): UCP
+ * divides it by the interface's to share a device among lanes, and a lane
+ * whose share is nothing carries nothing */
+#ifdef HAVE_UCT_PERF_ATTR_PATH_BANDWIDTH
+#  define UCT_GPUMEM_PERF_ATTR_SET_PATH_BANDWIDTH(_perf_attr, _dedicated, \
+                                                  _shared) \
+    do { \
+        if ((_perf_attr)->field_mask & UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH) { \
+            (_perf_attr)->path_bandwidth.dedicated = (_dedicated); \
+            (_perf_attr)->path_bandwidth.shared    = (_shared); \
+        } \
+    } while (0)
+#else
+#  define UCT_GPUMEM_PERF_ATTR_SET_PATH_BANDWIDTH(_perf_attr, _dedicated, \
+                                                  _shared) \
+    do { } while (0)
+#endif
+
 /* Capability flags that only some versions have */
 #ifdef UCT_IFACE_FLAG_INTER_NODE
 #  define UCT_GPUMEM_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE

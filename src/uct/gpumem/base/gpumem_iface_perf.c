@@ -9,6 +9,7 @@
 #endif
 
 #include "gpumem_iface_perf.h"
+#include "gpumem_compat.h"
 
 #include <ucs/sys/math.h>
 #include <stdint.h>
@@ -27,11 +28,16 @@ void uct_gpumem_iface_perf_attr(const uct_gpumem_iface_perf_t *perf,
 void uct_gpumem_iface_perf_estimate(const uct_gpumem_iface_perf_t *perf,
                                     uct_perf_attr_t *perf_attr)
 {
-    /* Every operation and memory type moves at the interface's one rate */
+    double dedicated = perf->shared ? 0 : perf->bandwidth;
+    double shared    = perf->shared ? perf->bandwidth : 0;
+
+    /* Every operation and memory type moves at the interface's one rate, on
+     * one path as on all */
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = perf->shared ? 0 : perf->bandwidth;
-        perf_attr->bandwidth.shared    = perf->shared ? perf->bandwidth : 0;
+        perf_attr->bandwidth.dedicated = dedicated;
+        perf_attr->bandwidth.shared    = shared;
     }
+    UCT_GPUMEM_PERF_ATTR_SET_PATH_BANDWIDTH(perf_attr, dedicated, shared);
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
         perf_attr->send_pre_overhead = perf->overhead;
     }
