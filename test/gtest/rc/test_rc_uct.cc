@@ -917,6 +917,60 @@ TEST_F(rc_uct, put_past_a_slice_is_refused_before_posting) {
     EXPECT_TRUE(m_failed.empty());
 }
 
+/* Zero bytes reach nothing of the peer's: every operation completes at once
+ * whatever the key (UCX's own tests give UCT_INVALID_RKEY with zero-length
+ * buffers), and posts nothing */
+TEST_F(rc_uct, zero_bytes_complete_at_once_with_any_key) {
+    open();
+    rc_buffer &peer = alloc(4096, true, 2);
+    uct_iov_t none  = {NULL, 0, UCT_MEM_HANDLE_NULL, 0, 1};
+    std::vector<uint8_t> before = contents(peer);
+    unsigned unpacked           = 0;
+    completion comp, flush;
+    log_capture log;
+
+    for (uct_rkey_t rkey : {(uct_rkey_t)UCT_INVALID_RKEY, peer.rkey.rkey}) {
+        EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep[0], NULL, 0, 0, rkey));
+        EXPECT_EQ(0, uct_ep_put_bcopy(m_ep[0],
+                                      [](void*, void*) -> size_t {
+                                          return 0;
+                                      }, NULL, 0, rkey));
+        EXPECT_EQ(UCS_OK, uct_ep_get_bcopy(m_ep[0],
+                                           [](void *arg, const void*, size_t) {
+                                               ++*(unsigned*)arg;
+                                           }, &unpacked, 0, 0, rkey,
+                                           &comp.super));
+        EXPECT_EQ(UCS_OK, uct_ep_put_zcopy(m_ep[0], &none, 1, 0, rkey,
+                                           &comp.super));
+        EXPECT_EQ(UCS_OK, uct_ep_get_zcopy(m_ep[0], &none, 1, 0, rkey,
+                                           &comp.super));
+    }
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_ep[0], 0, &flush.super))
+            << "nothing was posted";
+    EXPECT_EQ(0u, comp.calls);
+    EXPECT_EQ(0u, unpacked);
+    EXPECT_EQ(0u, log.count({"gpumem_rc"})) << log.text();
+    EXPECT_TRUE(contents(peer) == before);
+    EXPECT_TRUE(m_failed.empty());
+}
+
+/* A byte or more needs the key rkey_unpack gave */
+TEST_F(rc_uct, bytes_without_a_key_are_refused) {
+    open();
+    rc_buffer &local = alloc(4096, false, 1);
+    rc_buffer &peer  = alloc(4096, false, 2);
+    uint64_t word    = 0;
+    log_capture log;
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              rdma(true, local, 0, peer, 0, 16, UCT_INVALID_RKEY));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_put_short(m_ep[0], &word, sizeof(word), remote(peer, 0),
+                               UCT_INVALID_RKEY));
+    EXPECT_EQ(2u, log.count({"gpumem_rc", "needs the peer's remote key"}))
+            << log.text();
+}
+
 TEST_F(rc_uct, unregistered_local_bytes_are_refused) {
     open();
     rc_buffer &local = alloc(4096, false, 1);

@@ -443,12 +443,18 @@ static ucs_status_t uct_gpumem_rc_ep_sge(const uct_iov_t *iov, size_t iovcnt,
 
 /* The peer's key covers [remote_addr, +length): a slice of a registration
  * is all that its holder may reach, though the peer's device would let it
- * reach the whole registration */
+ * reach the whole registration. Zero bytes reach nothing: any key will do,
+ * UCT_INVALID_RKEY too (UCX's own tests give it with zero-length buffers),
+ * and the caller posts nothing. */
 static ucs_status_t
 uct_gpumem_rc_ep_check_remote(const gpumem_reg_remote_view_t *remote,
                               uint64_t remote_addr, size_t length)
 {
     uint64_t offset;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
 
     /* Neither UCT_INVALID_RKEY nor no key at all: a key rkey_unpack gave */
     if ((remote == NULL) || ((uct_rkey_t)remote == UCT_INVALID_RKEY)) {
@@ -599,7 +605,7 @@ static ucs_status_t uct_gpumem_rc_ep_zcopy(uct_gpumem_rc_ep_t *ep,
     }
 
     status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) || (length == 0)) {
         return status;
     }
 
@@ -687,7 +693,7 @@ ucs_status_t uct_gpumem_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     }
 
     status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) || (length == 0)) {
         return status;
     }
 
@@ -732,9 +738,9 @@ ssize_t uct_gpumem_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     length = pack_cb(desc->data, arg);
     ucs_assert(length <= iface->config.seg_size);
     status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) || (length == 0)) {
         ucs_mpool_put(desc);
-        return status;
+        return (status != UCS_OK) ? status : 0;
     }
 
     status = uct_gpumem_rc_ep_post_desc(iface, ep, IBV_WR_RDMA_WRITE, desc,
@@ -769,7 +775,7 @@ ucs_status_t uct_gpumem_rc_ep_get_bcopy(uct_ep_h tl_ep,
     }
 
     status = uct_gpumem_rc_ep_check_remote(remote, remote_addr, length);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) || (length == 0)) {
         return status;
     }
 
