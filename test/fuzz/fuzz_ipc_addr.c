@@ -1,8 +1,8 @@
 /**
  * gpumem fuzz target: the gpumemipc interface address decoder, which reads
  * the address a peer process sent through UCP's wire-up. Whatever it
- * accepts must name a process that can be, of a user that can be, and
- * pack back to the same bytes.
+ * accepts must name a process that can be, of a user that can be, a
+ * descriptor that can be, and pack back to the same bytes.
  *
  * See file LICENSE for terms.
  */
@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fuzz_check((peer.pid > 0) && (peer.pid <= UCT_GPUMEM_IPC_PID_MAX));
     fuzz_check(peer.uid != (uid_t)-1);
+    fuzz_check(peer.fifo_fd >= 0);
     fuzz_check((peer.gpu.dev < 32) && (peer.gpu.fn < 8));
     uct_gpumem_ipc_iface_addr_pack(&peer, repacked);
     fuzz_check(!memcmp(repacked, data, sizeof(repacked)));

@@ -8,8 +8,7 @@
  * instantiations for its transports come along; the run selects gpumem's.
  *
  * Families left out, and why:
- *  - p2p_am (but for its alignment checks), many2one_am, tag, amo_*, fence:
- *    active messages, tag matching and atomics, which neither transport
+ *  - tag, amo_*, fence: tag matching and atomics, which neither transport
  *    has;
  *  - mm (test_uct_mm): the posix, sysv and xpmem transports' own;
  *  - tcp, ib, cm, sockaddr: those transports' own;
@@ -28,6 +27,11 @@
     _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumemipc) \
     _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumem_rc)
 
+/* Active messages: gpumemipc's, through its peers' receive FIFOs; the copy
+ * transport (as cuda_copy) and gpumem_rc have none */
+#define GPUMEM_UCT_AM_INSTANTIATE(_test_case) \
+    _UCT_INSTANTIATE_TEST_CASE(_test_case, gpumemipc)
+
 #define GPUMEM_UCT_MD_INSTANTIATE(_test_case) \
     _UCT_MD_INSTANTIATE_TEST_CASE(_test_case, gpumem) \
     _UCT_MD_INSTANTIATE_TEST_CASE(_test_case, gpumem_ipc) \
@@ -39,11 +43,18 @@
 GPUMEM_UCT_INSTANTIATE(uct_p2p_rma_test)
 GPUMEM_UCT_INSTANTIATE(test_p2p_rma_madvise)
 
-#elif defined(GPUMEM_UCX_FAMILY_P2P_AM_ALIGNMENT)
-/* No active messages, but the interface parameters are checked as every
- * transport's are */
+#elif defined(GPUMEM_UCX_FAMILY_P2P_AM)
+/* Every transport's interface parameters are checked, active messages or
+ * not */
 #  include <uct/test_p2p_am.cc>
 GPUMEM_UCT_INSTANTIATE(uct_p2p_am_alignment)
+GPUMEM_UCT_AM_INSTANTIATE(uct_p2p_am_test)
+GPUMEM_UCT_AM_INSTANTIATE(uct_p2p_am_misc)
+GPUMEM_UCT_AM_INSTANTIATE(uct_p2p_am_tx_bufs)
+
+#elif defined(GPUMEM_UCX_FAMILY_MANY2ONE_AM)
+#  include <uct/test_many2one_am.cc>
+GPUMEM_UCT_AM_INSTANTIATE(test_many2one_am)
 
 #elif defined(GPUMEM_UCX_FAMILY_P2P_MIX)
 #  include <uct/test_p2p_mix.cc>

@@ -270,8 +270,10 @@ TEST_F(ipc_uct, registration_follows_the_component) {
 
 /* Short and bcopy too: UCX 1.13 wants them of a transport for ucp_put and
  * ucp_get, and puts up to its zero-copy threshold (16 KiB) short */
-TEST_F(ipc_uct, iface_query_advertises_rma_to_iface_and_small_addresses) {
+TEST_F(ipc_uct, iface_query_advertises_rma_am_to_iface_and_small_addresses) {
     const uint64_t flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                           UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
+                           UCT_IFACE_FLAG_CB_SYNC |
                            UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
                            UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
                            UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING |
@@ -283,10 +285,12 @@ TEST_F(ipc_uct, iface_query_advertises_rma_to_iface_and_small_addresses) {
     ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &attr));
     EXPECT_EQ(flags, attr.cap.flags);
     EXPECT_EQ((uint64_t)(UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                         UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD),
+                         UCT_IFACE_FLAG_EVENT_RECV |
+                         UCT_IFACE_FLAG_EVENT_RECV_SIG |
+                         UCT_IFACE_FLAG_EVENT_FD),
               attr.cap.event_flags);
     EXPECT_EQ(8u, attr.device_addr_len);
-    EXPECT_GE(16u, attr.iface_addr_len);
+    EXPECT_GE(20u, attr.iface_addr_len);
     EXPECT_EQ(0u, attr.ep_addr_len);
     EXPECT_EQ(SIZE_MAX, attr.cap.put.max_zcopy);
     EXPECT_EQ(SIZE_MAX, attr.cap.get.max_zcopy);
@@ -295,7 +299,9 @@ TEST_F(ipc_uct, iface_query_advertises_rma_to_iface_and_small_addresses) {
     EXPECT_LT(0u, attr.cap.put.max_bcopy);
     EXPECT_LT(0u, attr.cap.get.max_bcopy);
     EXPECT_EQ(0u, attr.cap.get.max_short);
-    EXPECT_EQ(0u, attr.cap.am.max_bcopy);
+    EXPECT_EQ(256u, attr.cap.am.max_short);
+    EXPECT_EQ(8u * 1024 - 16, attr.cap.am.max_bcopy);
+    EXPECT_EQ(0u, attr.cap.am.max_zcopy);
 }
 
 /* The default machine's two GPUs share a PCIe switch: the estimates are

@@ -396,10 +396,18 @@ ucs_status_t uct_gpumem_ep_invalidate_unsupported(uct_ep_h ep, unsigned flags);
  * itself whether an endpoint is connected to a given remote one (where UCX
  * asks: 1.16 and later) */
 #define UCT_GPUMEM_IFACE_INTERNAL_OPS_EP(_estimate_perf, _ep_is_connected) \
+    UCT_GPUMEM_IFACE_INTERNAL_OPS_EP_INVALIDATE( \
+            _estimate_perf, _ep_is_connected, \
+            uct_gpumem_ep_invalidate_unsupported)
+
+/* The same, for a transport whose endpoint can be invalidated */
+#define UCT_GPUMEM_IFACE_INTERNAL_OPS_EP_INVALIDATE(_estimate_perf, \
+                                                    _ep_is_connected, \
+                                                    _ep_invalidate) \
     .iface_estimate_perf = _estimate_perf, \
     .iface_vfs_refresh   = uct_gpumem_iface_vfs_refresh_none, \
     .ep_query            = uct_gpumem_ep_query_unsupported, \
-    .ep_invalidate       = uct_gpumem_ep_invalidate_unsupported, \
+    .ep_invalidate       = _ep_invalidate, \
     UCT_GPUMEM_IOP_IS_CONNECTED(_ep_is_connected) \
     UCT_GPUMEM_IFACE_INTERNAL_OPS_V2
 

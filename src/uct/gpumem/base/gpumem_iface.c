@@ -1,6 +1,6 @@
 /**
  * gpumem: the base of the GPU transports: the queue of copies on the GPUs'
- * engines, its progress, flushes and fences, and the completion events.
+ * engines, its progress, flushes and fences, and the events.
  *
  * See file LICENSE for terms.
  */
@@ -18,7 +18,7 @@
 #include <ucs/arch/cpu.h>
 #include <ucs/sys/sys.h>
 #include <ucs/time/time.h>
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -39,16 +39,13 @@ ucs_config_field_t uct_gpumem_iface_config_table[] = {
 };
 
 
-/* A sleeper on the armed descriptor wakes to progress what was posted */
+/* A sleeper on the armed descriptor wakes to progress what was posted: a
+ * datagram to the interface's own socket, where peers send theirs */
 static void uct_gpumem_iface_event_signal(uct_gpumem_iface_t *iface)
 {
-    uint64_t one = 1;
-
     iface->event.armed = 0;
-    if ((write(iface->event.fd, &one, sizeof(one)) < 0) && (errno != EAGAIN)) {
-        ucs_warn("%s: cannot signal event descriptor %d: %s", iface->tl_name,
-                 iface->event.fd, strerror(errno));
-    }
+    uct_gpumem_iface_event_send(iface, &iface->event.addr,
+                                iface->event.addr_len);
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -57,6 +54,35 @@ uct_gpumem_iface_event_posted(uct_gpumem_iface_t *iface)
     if (iface->event.armed) {
         uct_gpumem_iface_event_signal(iface);
     }
+}
+
+void uct_gpumem_iface_event_send(uct_gpumem_iface_t *iface,
+                                 const struct sockaddr_un *addr,
+                                 socklen_t addr_len)
+{
+    static const uint8_t one = 1;
+    ssize_t ret;
+
+    /* A full queue holds a signal already; a peer gone needs none */
+    ret = sendto(iface->event.fd, &one, sizeof(one), MSG_DONTWAIT,
+                 (const struct sockaddr*)addr, addr_len);
+    if ((ret < 0) && (errno != EAGAIN) && (errno != ECONNREFUSED) &&
+        (errno != ENOENT)) {
+        ucs_warn("%s: cannot signal event socket %d: %s", iface->tl_name,
+                 iface->event.fd, strerror(errno));
+    }
+}
+
+/* Reads every signal of the descriptor: whether there was any */
+static int uct_gpumem_iface_event_drain(uct_gpumem_iface_t *iface)
+{
+    uint8_t buffer[64];
+    int signalled = 0;
+
+    while (recv(iface->event.fd, buffer, sizeof(buffer), MSG_DONTWAIT) >= 0) {
+        signalled = 1;
+    }
+    return signalled;
 }
 
 ucs_status_t uct_gpumem_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
@@ -68,7 +94,6 @@ ucs_status_t uct_gpumem_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 ucs_status_t uct_gpumem_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
     uct_gpumem_iface_t *iface = ucs_derived_of(tl_iface, uct_gpumem_iface_t);
-    uint64_t count;
 
     if (events & ~(UCT_EVENT_SEND_COMP | UCT_EVENT_RECV |
                    UCT_EVENT_RECV_SIG)) {
@@ -77,7 +102,7 @@ ucs_status_t uct_gpumem_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
 
     /* A signal not yet read: the sleeper's progress has work to see */
-    if (read(iface->event.fd, &count, sizeof(count)) == sizeof(count)) {
+    if (uct_gpumem_iface_event_drain(iface)) {
         iface->event.armed = 0;
         return UCS_ERR_BUSY;
     }
@@ -388,15 +413,38 @@ static ucs_mpool_ops_t uct_gpumem_iface_op_mpool_ops = {
     .obj_str       = NULL
 };
 
+/* A datagram socket of an address the kernel gives (Linux's abstract
+ * namespace), to which this interface and its peers send signals */
 static ucs_status_t uct_gpumem_iface_event_init(uct_gpumem_iface_t *iface)
 {
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+
     iface->event.armed = 0;
-    iface->event.fd    = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    iface->event.fd    = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK |
+                                SOCK_CLOEXEC, 0);
     if (iface->event.fd < 0) {
-        ucs_error("%s: cannot create the event descriptor: %s",
-                  iface->tl_name, strerror(errno));
+        ucs_error("%s: cannot create the event socket: %s", iface->tl_name,
+                  strerror(errno));
         return UCS_ERR_IO_ERROR;
     }
+
+    /* Binding the family alone asks for an abstract address */
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    addr_len        = sizeof(addr);
+    if ((bind(iface->event.fd, (struct sockaddr*)&addr,
+              sizeof(sa_family_t)) < 0) ||
+        (getsockname(iface->event.fd, (struct sockaddr*)&addr,
+                     &addr_len) < 0)) {
+        ucs_error("%s: cannot bind the event socket: %s", iface->tl_name,
+                  strerror(errno));
+        close(iface->event.fd);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    iface->event.addr     = addr;
+    iface->event.addr_len = addr_len;
     return UCS_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 #include <ucs/type/class.h>
+#include <sys/un.h>
 
 
 typedef struct uct_gpumem_iface uct_gpumem_iface_t;
@@ -121,11 +122,15 @@ struct uct_gpumem_iface {
                                                    failure progress tells */
     void                            *bounce;  /* config.bounce_size bytes */
     struct {
-        int                         fd;       /* eventfd, readable once
-                                                 signalled */
+        int                         fd;       /* Datagram socket, readable
+                                                 once signalled */
         int                         armed;    /* Armed, and not signalled
                                                  since */
-    } event;                                  /* Completions, for wakeup */
+        struct sockaddr_un          addr;     /* Its abstract address, where
+                                                 peers signal too */
+        socklen_t                   addr_len;
+    } event;                                  /* Completions and arrivals,
+                                                 for wakeup */
     struct {
         size_t                      bounce_size;
         unsigned                    max_poll;
@@ -200,6 +205,12 @@ void uct_gpumem_iface_set_perf(uct_gpumem_iface_t *iface, double bandwidth,
  */
 void uct_gpumem_ep_fail(uct_gpumem_ep_t *ep, ucs_status_t status);
 
+/* Signals the event socket at @a addr: this interface's, or a peer's
+ * whose arrival a sleeper waits for */
+void uct_gpumem_iface_event_send(uct_gpumem_iface_t *iface,
+                                 const struct sockaddr_un *addr,
+                                 socklen_t addr_len);
+
 /* The common part of uct_iface_query(): the base's, the addresses' sizes
  * left to the transport, no active messages, events and estimates */
 void uct_gpumem_iface_query_common(uct_gpumem_iface_t *iface,
@@ -235,8 +246,8 @@ ucs_status_t uct_gpumem_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 
 /* UCS_ERR_BUSY while operations are in flight, since their completions come
  * at progress, or while the descriptor was signalled and not yet read. The
- * interface receives nothing, so UCT_EVENT_RECV and UCT_EVENT_RECV_SIG never
- * fire */
+ * base receives nothing: a transport that receives arms its arrivals after
+ * this (gpumemipc's active messages) */
 ucs_status_t uct_gpumem_iface_event_arm(uct_iface_h tl_iface,
                                         unsigned events);
 

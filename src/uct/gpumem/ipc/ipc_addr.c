@@ -22,6 +22,7 @@ typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
     uint16_t gpu_domain;
     uint8_t  gpu_bus;
     uint8_t  gpu_devfn;
+    int32_t  fifo_fd;
 } uct_gpumem_ipc_iface_addr_t;
 
 
@@ -38,6 +39,7 @@ void uct_gpumem_ipc_iface_addr_pack(const uct_gpumem_ipc_peer_t *peer,
     addr.gpu_bus    = peer->gpu.bus;
     addr.gpu_devfn  = (uint8_t)(((peer->gpu.dev & 0x1f) << 3) |
                                 (peer->gpu.fn & 7));
+    addr.fifo_fd    = peer->fifo_fd;
     memcpy(buffer, &addr, sizeof(addr));
 }
 
@@ -61,6 +63,13 @@ ucs_status_t uct_gpumem_ipc_iface_addr_unpack(const void *buffer,
         return UCS_ERR_INVALID_ADDR;
     }
 
+    if (addr.fifo_fd < 0) {
+        ucs_log(log_level, "gpumem_ipc: interface address of process %d "
+                "with receive FIFO descriptor %d, which no file can be",
+                (int)addr.pid, (int)addr.fifo_fd);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
     peer_p->pid        = addr.pid;
     peer_p->uid        = addr.uid;
     peer_p->iface_id   = addr.iface_id;
@@ -68,5 +77,6 @@ ucs_status_t uct_gpumem_ipc_iface_addr_unpack(const void *buffer,
     peer_p->gpu.bus    = addr.gpu_bus;
     peer_p->gpu.dev    = addr.gpu_devfn >> 3;
     peer_p->gpu.fn     = addr.gpu_devfn & 7;
+    peer_p->fifo_fd    = addr.fifo_fd;
     return UCS_OK;
 }

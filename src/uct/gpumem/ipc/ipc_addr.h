@@ -1,8 +1,8 @@
 /**
  * gpumem IPC transport: the interface address peers of the machine
  * exchange: the process, its user, the interface among the process's
- * (uct_gpumem_ipc_open_t), and its GPU, whose path to the peer's GPU the
- * topology judges. Read on the same machine only, in its own byte order.
+ * (uct_gpumem_ipc_open_t), its GPU, whose path to the peer's GPU the
+ * topology judges, and the descriptor of its receive FIFO (ipc_fifo.h). Read on the same machine only, in its own byte order.
  *
  * See file LICENSE for terms.
  */
@@ -21,8 +21,9 @@
 BEGIN_C_DECLS
 
 /* pid (4 bytes), uid (4), interface id (4), the GPU's PCI domain (2), bus
- * (1), device and function (1, as PCI packs them) */
-#define UCT_GPUMEM_IPC_IFACE_ADDR_SIZE 16
+ * (1), device and function (1, as PCI packs them), the receive FIFO's
+ * descriptor in the process (4) */
+#define UCT_GPUMEM_IPC_IFACE_ADDR_SIZE 20
 
 /* The kernel's largest pid: below pid_max, which is at most PID_MAX_LIMIT
  * (4 Mi on 64-bit) */
@@ -37,6 +38,7 @@ typedef struct uct_gpumem_ipc_peer {
     uid_t             uid;
     uint32_t          iface_id;
     gpumem_pci_addr_t gpu;       /* dev below 32, fn below 8 */
+    int               fifo_fd;   /* Its receive FIFO, in its process */
 } uct_gpumem_ipc_peer_t;
 
 
@@ -54,7 +56,8 @@ void uct_gpumem_ipc_iface_addr_pack(const uct_gpumem_ipc_peer_t *peer,
  * @param [out] peer_p     Set only on success.
  *
  * @return UCS_ERR_INVALID_ADDR for a pid no process has (0, negative, above
- *         UCT_GPUMEM_IPC_PID_MAX) or user -1 (no user's).
+ *         UCT_GPUMEM_IPC_PID_MAX), user -1 (no user's) or a negative
+ *         descriptor.
  */
 ucs_status_t uct_gpumem_ipc_iface_addr_unpack(const void *buffer,
                                               ucs_log_level_t log_level,

@@ -41,9 +41,19 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
     self->peer_iface_id = peer.iface_id;
     self->peer_gpu      = peer.gpu;
 
+    self->dispatching   = 0;
+    ucs_queue_head_init(&self->pending);
+    ucs_list_head_init(&self->pending_list);
+
     status = uct_ep_keepalive_init(&self->keepalive, self->peer_pid);
     if (status != UCS_OK) {
         ucs_error("gpumemipc: process %d, the peer, is gone", self->peer_pid);
+        return status;
+    }
+
+    /* Where its active messages go */
+    status = uct_gpumem_ipc_fifo_attach(peer.pid, peer.fifo_fd, &self->fifo);
+    if (status != UCS_OK) {
         return status;
     }
 
@@ -56,6 +66,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_ep_t)
 {
+    uct_gpumem_ipc_ep_pending_drop(self);
+    uct_gpumem_ipc_fifo_detach(&self->fifo);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_ipc_ep_t, uct_gpumem_ep_t);

@@ -62,6 +62,13 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, overhead),
      UCT_GPUMEM_CONFIG_TYPE_TIME},
 
+    {"FIFO_SIZE", "64",
+     "Slots of the interface's receive FIFO of active messages: how many\n"
+     "messages its peers may send before its progress takes them; a power of\n"
+     "2 from 2 to 65536. Each slot holds one message of up to 8 KiB.",
+     ucs_offsetof(uct_gpumem_ipc_iface_config_t, fifo_size),
+     UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 
@@ -114,6 +121,7 @@ uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
     self.iface_id = iface->open.id;
     self.gpu      = gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
+    self.fifo_fd  = iface->fifo.fd;
     uct_gpumem_ipc_iface_addr_pack(&self, iface_addr);
     return UCS_OK;
 }
@@ -211,12 +219,15 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
 
     iface_attr->iface_addr_len          = UCT_GPUMEM_IPC_IFACE_ADDR_SIZE;
     iface_attr->device_addr_len         = sizeof(uct_gpumem_ipc_device_addr_t);
-    /* PENDING: no operation runs out of resources, so pending_add answers
-     * UCS_ERR_BUSY (try again now) and nothing waits */
+    /* PENDING: an active message waits there for a slot of the peer's
+     * FIFO; nothing else runs out of resources */
     /* ERRHANDLE_PEER_FAILURE, EP_CHECK: ep_check tells a dead peer (UCP's
      * keepalive), as cuda_ipc's does, and a closed interface of this
-     * process */
+     * process; a message sent to a closed interface tells it too */
     iface_attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                          UCT_IFACE_FLAG_AM_SHORT         |
+                                          UCT_IFACE_FLAG_AM_BCOPY         |
+                                          UCT_IFACE_FLAG_CB_SYNC          |
                                           UCT_IFACE_FLAG_PUT_SHORT        |
                                           UCT_IFACE_FLAG_PUT_BCOPY        |
                                           UCT_IFACE_FLAG_PUT_ZCOPY        |
@@ -225,6 +236,11 @@ static ucs_status_t uct_gpumem_ipc_iface_query(uct_iface_h tl_iface,
                                           UCT_IFACE_FLAG_PENDING          |
                                           UCT_IFACE_FLAG_EP_CHECK         |
                                           UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+
+    iface_attr->cap.event_flags        |= UCT_IFACE_FLAG_EVENT_RECV_SIG;
+
+    iface_attr->cap.am.max_short        = UCT_GPUMEM_IPC_AM_MAX_SHORT;
+    iface_attr->cap.am.max_bcopy        = UCT_GPUMEM_IPC_AM_MAX_BCOPY;
 
     iface_attr->cap.put.max_short       = UCT_GPUMEM_IPC_PUT_MAX_SHORT;
     iface_attr->cap.put.max_bcopy       = UCT_GPUMEM_IPC_MAX_BCOPY;
@@ -311,9 +327,48 @@ static const uct_gpumem_iface_op_ops_t uct_gpumem_ipc_op_ops = {
     .release = uct_gpumem_ipc_op_release
 };
 
+static unsigned uct_gpumem_ipc_iface_progress(uct_iface_h tl_iface)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+
+    return uct_gpumem_iface_progress(tl_iface) +
+           uct_gpumem_ipc_iface_am_progress(iface);
+}
+
+/* The base's events, and the arrivals of the receive FIFO; requests that
+ * wait for a peer's slot are progress's work */
+static ucs_status_t uct_gpumem_ipc_iface_event_arm(uct_iface_h tl_iface,
+                                                   unsigned events)
+{
+    uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                   uct_gpumem_ipc_iface_t);
+    ucs_status_t status;
+
+    status = uct_gpumem_iface_event_arm(tl_iface, events);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((events & UCT_EVENT_SEND_COMP) &&
+        !ucs_list_is_empty(&iface->pending_eps)) {
+        status = UCS_ERR_BUSY;
+    } else {
+        status = uct_gpumem_ipc_fifo_arm(&iface->fifo, events);
+    }
+
+    if (status != UCS_OK) {
+        iface->super.event.armed = 0;
+    }
+    return status;
+}
+
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gpumem_ipc_iface_t)(uct_iface_t*);
 
 static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
+    .ep_am_short              = uct_gpumem_ipc_ep_am_short,
+    .ep_am_short_iov          = uct_base_ep_am_short_iov,
+    .ep_am_bcopy              = uct_gpumem_ipc_ep_am_bcopy,
     .ep_put_short             = uct_gpumem_ipc_ep_put_short,
     .ep_put_bcopy             = uct_gpumem_ipc_ep_put_bcopy,
     .ep_put_zcopy             = uct_gpumem_ipc_ep_put_zcopy,
@@ -329,7 +384,18 @@ static uct_iface_ops_t uct_gpumem_ipc_iface_ops = {
     .iface_get_device_address = uct_gpumem_ipc_iface_get_device_address,
     .iface_get_address        = uct_gpumem_ipc_iface_get_address,
     .iface_is_reachable       = uct_gpumem_ipc_iface_is_reachable,
-    UCT_GPUMEM_IFACE_BASE_OPS
+    /* The base's, but for active messages and their pending requests */
+    .ep_pending_add           = uct_gpumem_ipc_ep_pending_add,
+    .ep_pending_purge         = uct_gpumem_ipc_ep_pending_purge,
+    .ep_flush                 = uct_gpumem_ipc_ep_flush,
+    .ep_fence                 = uct_gpumem_ep_fence,
+    .iface_flush              = uct_gpumem_iface_flush,
+    .iface_fence              = uct_gpumem_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_gpumem_ipc_iface_progress,
+    .iface_event_fd_get       = uct_gpumem_iface_event_fd_get,
+    .iface_event_arm          = uct_gpumem_ipc_iface_event_arm
 };
 
 /* The estimates: the settings, or the topology's for the process's GPU */
@@ -354,8 +420,9 @@ uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
 /* The base's, but for connection: an endpoint knows the interface it was
  * made to (UCX 1.16 and later ask) */
 static uct_iface_internal_ops_t uct_gpumem_ipc_iface_internal_ops = {
-    UCT_GPUMEM_IFACE_INTERNAL_OPS_EP(uct_gpumem_iface_estimate_perf,
-                                     uct_gpumem_ipc_ep_is_connected)
+    UCT_GPUMEM_IFACE_INTERNAL_OPS_EP_INVALIDATE(
+            uct_gpumem_iface_estimate_perf, uct_gpumem_ipc_ep_is_connected,
+            uct_gpumem_ipc_ep_invalidate)
 };
 
 static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
@@ -376,11 +443,21 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
         .in_order     = 0,
         .internal_ops = &uct_gpumem_ipc_iface_internal_ops
     };
+    ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_gpumem_iface_t, &uct_gpumem_ipc_iface_ops,
                               md, worker, params, tl_config, &desc);
 
     self->md = ipc_md;
+    ucs_list_head_init(&self->pending_eps);
+    status   = uct_gpumem_ipc_fifo_create(config->fifo_size,
+                                          &self->super.event.addr,
+                                          self->super.event.addr_len,
+                                          &self->fifo);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     uct_gpumem_ipc_iface_set_estimates(self, config);
     uct_gpumem_ipc_open_add(&self->open);
     return UCS_OK;
@@ -389,6 +466,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
 static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_ipc_iface_t)
 {
     uct_gpumem_ipc_open_remove(&self->open);
+    /* Before the base stops its progress: nothing reads the FIFO after */
+    uct_base_iface_progress_disable(&self->super.super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    uct_gpumem_ipc_fifo_destroy(&self->fifo);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_ipc_iface_t, uct_gpumem_iface_t);

@@ -10,6 +10,7 @@
 #define UCT_GPUMEM_IPC_IFACE_H_
 
 #include "ipc_addr.h"
+#include "ipc_fifo.h"
 #include "ipc_md.h"
 #include "ipc_open.h"
 #include "ipc_reach.h"
@@ -29,6 +30,11 @@
 #define UCT_GPUMEM_IPC_PUT_MAX_SHORT  (16 * UCS_KBYTE)
 #define UCT_GPUMEM_IPC_MAX_BCOPY      (16 * UCS_KBYTE)
 
+/* Active messages: a short one's header and payload, and a bcopy one's
+ * packed bytes, fill one slot of the peer's receive FIFO */
+#define UCT_GPUMEM_IPC_AM_MAX_SHORT   256
+#define UCT_GPUMEM_IPC_AM_MAX_BCOPY   UCT_GPUMEM_IPC_FIFO_MAX_DATA
+
 
 /* The device address: the machine's identity (uct_gpumem_ipc_machine_id) */
 typedef uint64_t uct_gpumem_ipc_device_addr_t;
@@ -40,6 +46,7 @@ typedef struct uct_gpumem_ipc_iface_config {
                                              topology */
     ucs_time_t                latency;    /* UCS_TIME_AUTO: by the topology */
     double                    overhead;
+    unsigned                  fifo_size;  /* Slots of the receive FIFO */
 } uct_gpumem_ipc_iface_config_t;
 
 
@@ -63,6 +70,9 @@ typedef struct uct_gpumem_ipc_iface {
     uct_gpumem_ipc_md_t   *md;
     uct_gpumem_ipc_path_t path;      /* What the estimates come from */
     uct_gpumem_ipc_open_t open;      /* Among the process's open ones */
+    uct_gpumem_ipc_fifo_t fifo;      /* Where peers' active messages come */
+    ucs_list_link_t       pending_eps; /* uct_gpumem_ipc_ep_t whose requests
+                                          wait for a slot */
 } uct_gpumem_ipc_iface_t;
 
 
@@ -88,6 +98,10 @@ ucs_status_t uct_gpumem_ipc_iface_copy(uct_gpumem_ipc_iface_t *iface,
                                        unsigned gpu, uint64_t dst, int dst_dev,
                                        uint64_t src, int src_dev,
                                        size_t length);
+
+/* Gives the messages that came to their handlers, and the endpoints'
+ * waiting requests their turn where a slot is free (ipc_am.c) */
+unsigned uct_gpumem_ipc_iface_am_progress(uct_gpumem_ipc_iface_t *iface);
 
 /**
  * Whether a peer's interface at @a dev_addr and @a iface_addr is reached:
