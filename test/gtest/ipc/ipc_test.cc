@@ -48,6 +48,22 @@ void ipc_test::TearDown()
     copy_test::TearDown();
 }
 
+ucs_status_t gpumem_test::ipc_connect_to(uct_iface_h iface,
+                                         const std::string &dev_addr,
+                                         const std::string &iface_addr,
+                                         uct_ep_h *ep_p)
+{
+    uct_ep_params_t params = {};
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface;
+    params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
+    params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
+    return uct_ep_create(&params, ep_p);
+}
+
 void ipc_test::open_uct()
 {
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,

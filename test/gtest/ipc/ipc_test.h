@@ -28,6 +28,10 @@ extern "C" {
 
 namespace gpumem_test {
 
+/* An endpoint of @a iface to the interface at those addresses */
+ucs_status_t ipc_connect_to(uct_iface_h iface, const std::string &dev_addr,
+                            const std::string &iface_addr, uct_ep_h *ep_p);
+
 /* A completion that counts its calls */
 struct counted_comp {
     uct_completion_t uct;

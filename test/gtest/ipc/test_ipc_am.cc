@@ -34,6 +34,7 @@ extern "C" {
 
 
 using gpumem_test::channel;
+using gpumem_test::ipc_connect_to;
 using gpumem_test::log_capture;
 
 
@@ -75,23 +76,8 @@ protected:
                                   m_md, m_worker, IPC_TL, IPC_DEV, &m_tx,
                                   failed, this));
         uct_iface_progress_enable(m_tx, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-        ASSERT_EQ(UCS_OK, connect_to(m_tx, device_address(), iface_address(),
-                                     &m_ep));
-    }
-
-    static ucs_status_t connect_to(uct_iface_h iface,
-                                   const std::string &dev_addr,
-                                   const std::string &iface_addr,
-                                   uct_ep_h *ep_p) {
-        uct_ep_params_t params = {};
-
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = iface;
-        params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
-        params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
-        return uct_ep_create(&params, ep_p);
+        ASSERT_EQ(UCS_OK, ipc_connect_to(m_tx, device_address(),
+                                         iface_address(), &m_ep));
     }
 
     static ucs_status_t received(void *arg, void *data, size_t length,
@@ -338,7 +324,7 @@ TEST_F(ipc_am, a_message_to_a_closed_interface_fails_the_endpoint) {
         iface_addr = iface_address();
         m_iface    = saved;
     }
-    ASSERT_EQ(UCS_OK, connect_to(m_tx, dev_addr, iface_addr, &m_ep));
+    ASSERT_EQ(UCS_OK, ipc_connect_to(m_tx, dev_addr, iface_addr, &m_ep));
     ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 1, NULL, 0));
     uct_iface_close(closing);
 
@@ -441,7 +427,7 @@ TEST_F(ipc_am, messages_of_another_process_arrive) {
         open_uct();
         std::string dev_addr   = chan.recv();
         std::string iface_addr = chan.recv();
-        ASSERT_EQ(UCS_OK, connect_to(m_iface, dev_addr, iface_addr, &ep));
+        ASSERT_EQ(UCS_OK, ipc_connect_to(m_iface, dev_addr, iface_addr, &ep));
         for (unsigned i = 0; i < count; ++i) {
             std::string payload = pattern_of(64 + i, i);
             ssize_t ret;
@@ -540,8 +526,8 @@ TEST_F(ipc_am, an_address_naming_no_receive_fifo_is_refused) {
 
         addr.fifo_fd = c.fd;
         uct_gpumem_ipc_iface_addr_pack(&addr, &iface_addr[0]);
-        EXPECT_NE(UCS_OK, connect_to(m_iface, device_address(), iface_addr,
-                                     &ep)) << c.says;
+        EXPECT_NE(UCS_OK, ipc_connect_to(m_iface, device_address(),
+                                         iface_addr, &ep)) << c.says;
         log.expect(c.says);
     }
 

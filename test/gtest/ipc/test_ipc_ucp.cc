@@ -51,7 +51,11 @@ INSTANTIATE_TEST_SUITE_P(
         tls, ipc_ucp,
         testing::Values(ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 1},
                         ucp_setup{"tcp,gpumemcpy,gpumemipc", 0, 1},
-                        ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 0}),
+                        ucp_setup{"posix,cma,gpumemcpy,gpumemipc", 0, 0},
+                        /* gpumemipc the only transport of active messages:
+                         * the eager messages and the rendezvous' own go
+                         * through its receive FIFOs */
+                        ucp_setup{"gpumemcpy,gpumemipc", 0, 1}),
         setup_name);
 
 
@@ -164,9 +168,25 @@ static ucs_status_t wait_sleeping(ucp_worker_h worker, ucs_status_ptr_t request,
 /* UCP's wakeup mode: a receiver of device memory sleeps until the sender's
  * message comes, and wakes to finish the rendezvous, which gpumemipc moves
  * zero-copy; the sender sleeps while it waits for its reply */
-TEST_F(ipc_test, ucp_wakeup_mode_sleeps_and_wakes_on_a_device_transfer) {
+class ipc_wakeup : public ipc_test {
+protected:
+    void sleep_and_wake(const char *tls);
+};
+
+/* The messages come through posix */
+TEST_F(ipc_wakeup, ucp_wakeup_mode_sleeps_and_wakes_on_a_device_transfer) {
+    sleep_and_wake("posix,cma,gpumemcpy,gpumemipc");
+}
+
+/* The messages come through gpumemipc's receive FIFO, whose arrival wakes
+ * the sleeper */
+TEST_F(ipc_wakeup, ucp_wakeup_mode_wakes_on_a_message_through_gpumemipc) {
+    sleep_and_wake("gpumemcpy,gpumemipc");
+}
+
+void ipc_wakeup::sleep_and_wake(const char *tls)
+{
     GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
-    const char *tls     = "posix,cma,gpumemcpy,gpumemipc";
     const size_t size   = 1 << 20;
     uct_gpumem_ipc_stats_t before;
     ucp_request_param_t param;

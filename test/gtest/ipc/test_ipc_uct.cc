@@ -34,6 +34,7 @@ extern "C" {
 
 
 using gpumem_test::channel;
+using gpumem_test::ipc_connect_to;
 using gpumem_test::counted_comp;
 using gpumem_test::log_capture;
 
@@ -1400,21 +1401,6 @@ TEST_F(ipc_uct, peer_whose_gpu_is_reached_by_nvlink_is_reachable) {
 }
 
 /* An endpoint of @a iface to the interface of the addresses given */
-static ucs_status_t ipc_uct_connect_to(uct_iface_h iface,
-                                       const std::string &dev_addr,
-                                       const std::string &iface_addr,
-                                       uct_ep_h *ep_p)
-{
-    uct_ep_params_t params = {};
-
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface;
-    params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
-    params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
-    return uct_ep_create(&params, ep_p);
-}
 
 /* Peer failure, as cuda_ipc has it: ep_check of an endpoint whose peer
  * process lives finds nothing; once the peer is killed, the interface's
@@ -1446,7 +1432,7 @@ TEST_F(ipc_uct, ep_check_tells_a_killed_peer_to_the_error_handler) {
     ASSERT_EQ(UCS_OK, uct_iface_query(iface, &attr));
     EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
     EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_EP_CHECK);
-    ASSERT_EQ(UCS_OK, ipc_uct_connect_to(iface, dev_addr, iface_addr, &ep));
+    ASSERT_EQ(UCS_OK, ipc_connect_to(iface, dev_addr, iface_addr, &ep));
 
     EXPECT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
     for (int i = 0; i < 100; ++i) {
@@ -1490,7 +1476,7 @@ static void ipc_uct_connect(uct_iface_h iface, uct_iface_h peer,
     std::string dev_addr, iface_addr;
 
     ASSERT_NO_FATAL_FAILURE(ipc_uct_addresses(peer, &dev_addr, &iface_addr));
-    ASSERT_EQ(UCS_OK, ipc_uct_connect_to(iface, dev_addr, iface_addr, ep_p));
+    ASSERT_EQ(UCS_OK, ipc_connect_to(iface, dev_addr, iface_addr, ep_p));
 }
 
 /* An interface that tells its peers' failures (m_failed), and an endpoint

@@ -2,7 +2,8 @@
  * gpumem IPC transport: the interface address peers of the machine
  * exchange: the process, its user, the interface among the process's
  * (uct_gpumem_ipc_open_t), its GPU, whose path to the peer's GPU the
- * topology judges, and the descriptor of its receive FIFO (ipc_fifo.h). Read on the same machine only, in its own byte order.
+ * topology judges, and the descriptor of its receive FIFO (ipc_fifo.h).
+ * Read on the same machine only, in its own byte order.
  *
  * See file LICENSE for terms.
  */

@@ -30,11 +30,33 @@ static ucs_status_t uct_gpumem_ipc_ep_peer_closed(uct_gpumem_ipc_ep_t *ep)
     return UCS_ERR_CONNECTION_RESET;
 }
 
-/* Whether a message may go now: no failure, a peer there, and none of the
- * endpoint's waiting before it */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_gpumem_ipc_ep_am_check(uct_gpumem_ipc_ep_t *ep)
+/* A full FIFO; with UCT_SEND_FLAG_PEER_CHECK, UCP asks whether the peer
+ * lives still, as ep_check does */
+static ucs_status_t uct_gpumem_ipc_ep_am_no_resource(uct_gpumem_ipc_ep_t *ep,
+                                                     unsigned flags)
 {
+    if (flags & UCT_SEND_FLAG_PEER_CHECK) {
+        (void)uct_gpumem_ipc_ep_check(&ep->super.super.super, 0, NULL);
+    }
+    return UCS_ERR_NO_RESOURCE;
+}
+
+/**
+ * A slot of the peer's FIFO for a message of @a id: UCS_OK when the
+ * endpoint has not failed, its peer is there, none of its requests waits
+ * before the message, and a slot was free (the bytes of what came before a
+ * fence landed by then); else what stops it.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_gpumem_ipc_ep_am_claim(uct_gpumem_ipc_ep_t *ep, uint8_t id,
+                           const char *op_name, unsigned flags,
+                           uint64_t *index_p,
+                           uct_gpumem_ipc_fifo_elem_t **elem_p)
+{
+    UCT_GPUMEM_CHECK_PARAM(id < UCT_AM_ID_MAX, "gpumemipc: %s of active "
+                           "message id %u (below %d is one)", op_name, id,
+                           (int)UCT_AM_ID_MAX);
+
     if (ucs_unlikely(ep->super.failure != UCS_OK)) {
         return ep->super.failure;
     }
@@ -48,18 +70,12 @@ uct_gpumem_ipc_ep_am_check(uct_gpumem_ipc_ep_t *ep)
         return UCS_ERR_NO_RESOURCE;
     }
 
-    return UCS_OK;
-}
-
-/* A full FIFO; with UCT_SEND_FLAG_PEER_CHECK, UCP asks whether the peer
- * lives still, as ep_check does */
-static ucs_status_t uct_gpumem_ipc_ep_am_no_resource(uct_gpumem_ipc_ep_t *ep,
-                                                     unsigned flags)
-{
-    if (flags & UCT_SEND_FLAG_PEER_CHECK) {
-        (void)uct_gpumem_ipc_ep_check(&ep->super.super.super, 0, NULL);
+    uct_gpumem_iface_fence_wait(ucs_derived_of(ep->super.super.super.iface,
+                                               uct_gpumem_iface_t), 0);
+    if (uct_gpumem_ipc_fifo_claim(&ep->fifo, index_p, elem_p) != UCS_OK) {
+        return uct_gpumem_ipc_ep_am_no_resource(ep, flags);
     }
-    return UCS_ERR_NO_RESOURCE;
+    return UCS_OK;
 }
 
 /* The message is in its slot: the receiver may have it, and is woken if it
@@ -94,22 +110,11 @@ ucs_status_t uct_gpumem_ipc_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     uint64_t index;
     uint8_t *data;
 
-    UCT_GPUMEM_CHECK_PARAM(id < UCT_AM_ID_MAX, "gpumemipc: am_short of "
-                           "active message id %u (below %d is one)", id,
-                           (int)UCT_AM_ID_MAX);
     UCT_GPUMEM_CHECK_LENGTH(sizeof(header) + length,
                             UCT_GPUMEM_IPC_AM_MAX_SHORT, "am_short");
-
-    status = uct_gpumem_ipc_ep_am_check(ep);
+    status = uct_gpumem_ipc_ep_am_claim(ep, id, "am_short", 0, &index, &elem);
     if (status != UCS_OK) {
         return status;
-    }
-
-    uct_gpumem_iface_fence_wait(ucs_derived_of(tl_ep->iface,
-                                               uct_gpumem_iface_t), 0);
-    status = uct_gpumem_ipc_fifo_claim(&ep->fifo, &index, &elem);
-    if (status != UCS_OK) {
-        return uct_gpumem_ipc_ep_am_no_resource(ep, 0);
     }
 
     data = uct_gpumem_ipc_fifo_elem_data(elem);
@@ -131,20 +136,10 @@ ssize_t uct_gpumem_ipc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     uint64_t index;
     size_t length;
 
-    UCT_GPUMEM_CHECK_PARAM(id < UCT_AM_ID_MAX, "gpumemipc: am_bcopy of "
-                           "active message id %u (below %d is one)", id,
-                           (int)UCT_AM_ID_MAX);
-
-    status = uct_gpumem_ipc_ep_am_check(ep);
+    status = uct_gpumem_ipc_ep_am_claim(ep, id, "am_bcopy", flags, &index,
+                                        &elem);
     if (status != UCS_OK) {
         return status;
-    }
-
-    uct_gpumem_iface_fence_wait(ucs_derived_of(tl_ep->iface,
-                                               uct_gpumem_iface_t), 0);
-    status = uct_gpumem_ipc_fifo_claim(&ep->fifo, &index, &elem);
-    if (status != UCS_OK) {
-        return uct_gpumem_ipc_ep_am_no_resource(ep, flags);
     }
 
     /* The caller packs no more than max_bcopy, the slot's size */
@@ -273,7 +268,8 @@ static unsigned uct_gpumem_ipc_iface_am_receive(uct_gpumem_ipc_iface_t *iface)
 
 /* The waiting requests of each endpoint whose peer's FIFO has a free slot,
  * in order, until one finds none */
-static unsigned uct_gpumem_ipc_iface_pending_progress(uct_gpumem_ipc_iface_t *iface)
+static unsigned
+uct_gpumem_ipc_iface_pending_progress(uct_gpumem_ipc_iface_t *iface)
 {
     unsigned count = 0;
     uct_pending_req_priv_queue_t UCS_V_UNUSED *priv;

@@ -350,11 +350,10 @@ int uct_gpumem_ipc_fifo_publish(uct_gpumem_ipc_fifo_peer_t *peer,
                               0) == armed;
 }
 
-ucs_status_t uct_gpumem_ipc_fifo_elem_read(const uct_gpumem_ipc_fifo_elem_t *elem,
-                                           ucs_log_level_t log_level,
-                                           uint8_t *am_id_p,
-                                           uint32_t *length_p,
-                                           uint8_t *flags_p)
+ucs_status_t
+uct_gpumem_ipc_fifo_elem_read(const uct_gpumem_ipc_fifo_elem_t *elem,
+                              ucs_log_level_t log_level, uint8_t *am_id_p,
+                              uint32_t *length_p, uint8_t *flags_p)
 {
     /* The peer may write the slot still: each field is read once */
     uint32_t length = elem->length;

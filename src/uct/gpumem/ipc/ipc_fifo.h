@@ -169,11 +169,10 @@ int uct_gpumem_ipc_fifo_publish(uct_gpumem_ipc_fifo_peer_t *peer,
  * length that fits the slot); else UCS_ERR_INVALID_PARAM with a line at
  * @a log_level.
  */
-ucs_status_t uct_gpumem_ipc_fifo_elem_read(const uct_gpumem_ipc_fifo_elem_t *elem,
-                                           ucs_log_level_t log_level,
-                                           uint8_t *am_id_p,
-                                           uint32_t *length_p,
-                                           uint8_t *flags_p);
+ucs_status_t
+uct_gpumem_ipc_fifo_elem_read(const uct_gpumem_ipc_fifo_elem_t *elem,
+                              ucs_log_level_t log_level, uint8_t *am_id_p,
+                              uint32_t *length_p, uint8_t *flags_p);
 
 /* The next published slot the receiver is to read, or NULL */
 uct_gpumem_ipc_fifo_elem_t *
@@ -190,7 +189,8 @@ ucs_status_t uct_gpumem_ipc_fifo_arm(uct_gpumem_ipc_fifo_t *fifo,
                                      unsigned events);
 
 /* The data of a slot */
-static inline void *uct_gpumem_ipc_fifo_elem_data(uct_gpumem_ipc_fifo_elem_t *elem)
+static inline void *
+uct_gpumem_ipc_fifo_elem_data(uct_gpumem_ipc_fifo_elem_t *elem)
 {
     return (uint8_t*)elem + UCT_GPUMEM_IPC_FIFO_HDR_SIZE;
 }
