@@ -2,7 +2,7 @@
 # Builds and checks gpumem against each UCX source tree given, one summary
 # line per version.
 #
-# Usage: contrib/ucx-matrix.sh [--no-bench] [--no-vm] UCX_SRC_DIR...
+# Usage: contrib/ucx-matrix.sh [--no-bench] [--no-vm] [--no-cuda] UCX_SRC_DIR...
 #
 # For each tree: UCX is built and installed once into the set-up cache
 # (contrib/ucx-build.sh, keyed by its commit), gpumem is built against it
@@ -11,7 +11,8 @@
 # check-ucx-gtest"), those of gpumem_rc and gpumem_ib in the soft-RoCE VM
 # ("make check-vm-ucx-gtest"; --no-vm leaves them out), UCX's own CUDA
 # transports built from the same tree on the emulated CUDA ("make
-# check-ucx-cuda"), the demo, native loading
+# check-ucx-cuda"; --no-cuda leaves them out: they run without gpumem's
+# plugin), the demo, native loading
 # through UCX_PLUGIN_PATH (where UCX has it) and, twice, the device/host
 # ratios of bench/transfer_bench.sh.
 # Last, the plugin of each version is loaded into the next version's UCX,
@@ -30,6 +31,7 @@ GPUMEM_MATRIX_DIR=${GPUMEM_MATRIX_DIR:-$GPUMEM_CACHE_DIR/matrix}
 JOBS=${GPUMEM_JOBS:-2}
 bench=1
 vm=1
+cuda=1
 
 log() { echo "ucx-matrix: $*" >&2; }
 
@@ -37,11 +39,12 @@ while [ $# -gt 0 ]; do
     case $1 in
     --no-bench) bench=0; shift ;;
     --no-vm)    vm=0; shift ;;
+    --no-cuda)  cuda=0; shift ;;
     *)          break ;;
     esac
 done
 if [ $# -eq 0 ]; then
-    echo "usage: $0 [--no-bench] [--no-vm] UCX_SRC_DIR..." >&2
+    echo "usage: $0 [--no-bench] [--no-vm] [--no-cuda] UCX_SRC_DIR..." >&2
     exit 2
 fi
 
@@ -187,9 +190,14 @@ run_version() {
     # CUDA (contrib/ucx-cuda.sh, cached), its perftests and googletest
     # (a skip, for want of the toolkit's runtime or nvml.h, says so)
     cuda_status=0
-    make -C "$gpumem" check-ucx-cuda >"$build/ucx-cuda.log" 2>&1 ||
-        cuda_status=$?
-    if [ "$cuda_status" = 0 ] && grep -q "^SKIP: " "$build/ucx-cuda.log"; then
+    if [ $cuda = 0 ]; then
+        result+="; UCX cuda not run (--no-cuda)"
+    elif ! make -C "$gpumem" check-ucx-cuda >"$build/ucx-cuda.log" 2>&1; then
+        cuda_status=1
+    fi
+    if [ $cuda = 0 ]; then
+        :
+    elif [ "$cuda_status" = 0 ] && grep -q "^SKIP: " "$build/ucx-cuda.log"; then
         result+="; UCX cuda skipped ($(sed -n 's/^SKIP: //p' \
                                           "$build/ucx-cuda.log" | head -n 1))"
     elif [ "$cuda_status" = 0 ]; then
