@@ -15,6 +15,7 @@
 #include <ucs/arch/atomic.h>
 #include <ucs/arch/bitops.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/compiler.h>
 #include <ucs/sys/math.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -26,8 +27,10 @@
 
 
 /* Where the slots start: a page of their own */
+#define UCT_GPUMEM_IPC_FIFO_PAGE          4096ul
 #define UCT_GPUMEM_IPC_FIFO_ELEMS_OFFSET \
-    ucs_align_up_pow2(sizeof(uct_gpumem_ipc_fifo_ctl_t), 4096)
+    ((sizeof(uct_gpumem_ipc_fifo_ctl_t) + UCT_GPUMEM_IPC_FIFO_PAGE - 1) & \
+     ~(UCT_GPUMEM_IPC_FIFO_PAGE - 1))
 
 /* The seals that keep the memory's size, so that no access past a peer's
  * truncation faults */
