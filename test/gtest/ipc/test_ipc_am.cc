@@ -307,6 +307,164 @@ TEST_F(ipc_am, pending_requests_wait_for_a_slot_and_run_in_order) {
     EXPECT_TRUE(m_pending_ran.empty());
 }
 
+/* A request that, when its turn comes, sends and then waits again on the
+ * same endpoint (as UCP does from a completion) waits once, and runs */
+TEST_F(ipc_am, a_request_that_waits_again_from_its_turn_runs_once_more) {
+    gpumem_test::scoped_env fifo("UCX_GPUMEM_IPC_FIFO_SIZE", "2");
+    struct again_req {
+        pending_send  first;
+        pending_send  second;
+        uct_ep_h      ep;
+        bool          added;
+        ucs_status_t  add_status;
+    } r;
+
+    open_pair();
+    r.ep               = m_ep;
+    r.added            = false;
+    r.add_status       = UCS_ERR_LAST;
+    r.first.test       = this;
+    r.first.header     = 10;
+    r.second.test      = this;
+    r.second.header    = 11;
+    r.second.uct.func  = send_pending;
+    r.first.uct.func   = [](uct_pending_req_t *self) -> ucs_status_t {
+        pending_send *req = ucs_container_of(self, pending_send, uct);
+        again_req *all    = ucs_container_of(req, again_req, first);
+        ucs_status_t status;
+
+        status = send_pending(self);
+        if ((status == UCS_OK) && !all->added) {
+            all->added      = true;
+            all->add_status = uct_ep_pending_add(all->ep, &all->second.uct,
+                                                 0);
+        }
+        return status;
+    };
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 1, NULL, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 2, NULL, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &r.first.uct, 0));
+
+    progress_until([&]() { return m_received.size() >= 4; });
+    ASSERT_EQ(4u, m_received.size());
+    EXPECT_EQ(UCS_OK, r.add_status);
+    EXPECT_EQ(bytes_of(10, ""), m_received[2].bytes);
+    EXPECT_EQ(bytes_of(11, ""), m_received[3].bytes);
+    for (int i = 0; i < 100; ++i) {
+        uct_worker_progress(m_worker);
+    }
+    EXPECT_EQ(4u, m_received.size()) << "a request ran twice";
+}
+
+/* Requests waiting for a full FIFO whose interface then closes: the
+ * endpoint fails at progress, and its error handler purges them */
+TEST_F(ipc_am, requests_waiting_on_a_closed_interface_fail_the_endpoint) {
+    gpumem_test::scoped_env fifo("UCX_GPUMEM_IPC_FIFO_SIZE", "2");
+    std::string dev_addr, iface_addr;
+    uct_iface_h closing;
+    pending_send req;
+
+    open_pair();
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    ASSERT_EQ(UCS_OK, try_open_iface(IPC_DEV, &closing));
+    std::swap(closing, m_iface);
+    dev_addr   = device_address();
+    iface_addr = iface_address();
+    std::swap(closing, m_iface);
+    ASSERT_EQ(UCS_OK, ipc_connect_to(m_tx, dev_addr, iface_addr, &m_ep));
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 1, NULL, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 2, NULL, 0));
+    req.test     = this;
+    req.header   = 3;
+    req.uct.func = send_pending;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &req.uct, 0));
+    uct_iface_close(closing);
+
+    progress_until([&]() { return !m_failed.empty(); });
+    ASSERT_EQ(1u, m_failed.size()) << "requests wait on a closed peer";
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_failed[0].second);
+    EXPECT_TRUE(m_pending_ran.empty());
+    uct_ep_pending_purge(m_ep, purged, this);
+    ASSERT_EQ(1u, m_purged.size());
+    EXPECT_EQ(3u, m_purged[0]);
+}
+
+/* Several processes send at once into a FIFO of two slots: each message
+ * arrives once, each sender's in the order it sent them */
+TEST_F(ipc_am, messages_of_many_senders_at_once_arrive_once_in_order) {
+    gpumem_test::scoped_env fifo("UCX_GPUMEM_IPC_FIFO_SIZE", "2");
+    const unsigned senders = 4, count = 2000;
+    std::vector<pid_t> pids;
+    std::vector<channel> chans(senders);
+    std::vector<uint32_t> next(senders, 0);
+    unsigned wrong = 0;
+
+    for (unsigned s = 0; s < senders; ++s) {
+        channel &chan = chans[s];
+        pids.push_back(fork_child([&, s]() {
+            uct_ep_h ep;
+
+            chan.child_side();
+            open_uct();
+            std::string dev_addr   = chan.recv();
+            std::string iface_addr = chan.recv();
+            ASSERT_EQ(UCS_OK, ipc_connect_to(m_iface, dev_addr, iface_addr,
+                                             &ep));
+            EXPECT_EQ("go", chan.recv());
+            for (uint32_t i = 0; i < count; ++i) {
+                uint64_t header     = ((uint64_t)s << 32) | i;
+                ucs_time_t deadline = ucs_get_time() +
+                                      ucs_time_from_sec(60);
+                ucs_status_t status;
+
+                while (((status = uct_ep_am_short(ep, AM_ID, header, NULL,
+                                                  0)) ==
+                        UCS_ERR_NO_RESOURCE) &&
+                       (ucs_get_time() < deadline)) {
+                }
+                ASSERT_EQ(UCS_OK, status);
+            }
+            EXPECT_EQ("done", chan.recv());
+            uct_ep_destroy(ep);
+        }));
+    }
+
+    open_uct();
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_iface, AM_ID, received,
+                                               this, 0));
+    for (auto &chan : chans) {
+        chan.send(device_address());
+        chan.send(iface_address());
+    }
+    for (auto &chan : chans) {
+        chan.send("go");
+    }
+    progress_until([&]() { return m_received.size() >= senders * count; });
+    for (auto &chan : chans) {
+        chan.send("done");
+    }
+    for (pid_t pid : pids) {
+        wait_child(pid);
+    }
+
+    ASSERT_EQ(senders * count, m_received.size());
+    for (const message &m : m_received) {
+        uint64_t header;
+
+        ASSERT_EQ(sizeof(header), m.bytes.size());
+        memcpy(&header, m.bytes.data(), sizeof(header));
+        unsigned s = (unsigned)(header >> 32);
+        ASSERT_LT(s, senders);
+        if ((uint32_t)header != next[s]++) {
+            ++wrong;
+        }
+    }
+    EXPECT_EQ(0u, wrong) << "messages out of their sender's order";
+}
+
 /* A message to an interface that closed fails the endpoint: the send says
  * so, and the error handler is told once, at progress */
 TEST_F(ipc_am, a_message_to_a_closed_interface_fails_the_endpoint) {
@@ -473,8 +631,8 @@ TEST_F(ipc_am, a_slot_a_peer_wrote_wrong_is_dropped_and_said) {
     ASSERT_EQ(UCS_OK, uct_gpumem_ipc_iface_addr_unpack(
                               iface_address().data(), UCS_LOG_LEVEL_ERROR,
                               &addr));
-    ASSERT_EQ(UCS_OK, uct_gpumem_ipc_fifo_attach(addr.pid, addr.fifo_fd,
-                                                 &peer));
+    ASSERT_EQ(UCS_OK, uct_gpumem_ipc_fifo_attach(addr.pid, addr.iface_id,
+                                                 addr.fifo_fd, &peer));
 
     ASSERT_EQ(UCS_OK, uct_gpumem_ipc_fifo_claim(&peer, &index, &elem));
     uct_gpumem_ipc_fifo_publish(&peer, index, elem, 200, 4, 0);
@@ -496,7 +654,7 @@ TEST_F(ipc_am, a_slot_a_peer_wrote_wrong_is_dropped_and_said) {
 
 /* An address whose FIFO descriptor names no FIFO: a pipe (a FIFO where a
  * file was expected), a memfd whose size is not sealed, a descriptor not
- * open; the endpoint is refused and says why */
+ * open, another interface's FIFO; the endpoint is refused and says why */
 TEST_F(ipc_am, an_address_naming_no_receive_fifo_is_refused) {
     uct_gpumem_ipc_peer_t addr;
     std::string iface_addr;
@@ -518,14 +676,18 @@ TEST_F(ipc_am, an_address_naming_no_receive_fifo_is_refused) {
     } cases[] = {
         {pipe_fds[1], "is no receive FIFO"},
         {memfd, "may shrink under its mapping"},
-        {getdtablesize() + 10, "open(/proc/"}
+        {getdtablesize() + 10, "open(/proc/"},
+        {addr.fifo_fd, "is interface"}
     };
 
     for (const auto &c : cases) {
         log_capture log(UCS_LOG_LEVEL_ERROR);
+        uct_gpumem_ipc_peer_t spoilt = addr;
 
-        addr.fifo_fd = c.fd;
-        uct_gpumem_ipc_iface_addr_pack(&addr, &iface_addr[0]);
+        /* The last: this interface's FIFO, said to be another's */
+        spoilt.fifo_fd   = c.fd;
+        spoilt.iface_id += (c.fd == addr.fifo_fd) ? 1000 : 0;
+        uct_gpumem_ipc_iface_addr_pack(&spoilt, &iface_addr[0]);
         EXPECT_NE(UCS_OK, ipc_connect_to(m_iface, device_address(),
                                          iface_addr, &ep)) << c.says;
         log.expect(c.says);

@@ -73,13 +73,18 @@ void uct_gpumem_iface_event_send(uct_gpumem_iface_t *iface,
     }
 }
 
-/* Reads every signal of the descriptor: whether there was any */
+/* Reads the signals of the descriptor, a bounded number (anyone may send
+ * to an abstract address): whether there was any */
 static int uct_gpumem_iface_event_drain(uct_gpumem_iface_t *iface)
 {
     uint8_t buffer[64];
     int signalled = 0;
+    int i;
 
-    while (recv(iface->event.fd, buffer, sizeof(buffer), MSG_DONTWAIT) >= 0) {
+    for (i = 0; i < 64; ++i) {
+        if (recv(iface->event.fd, buffer, sizeof(buffer), MSG_DONTWAIT) < 0) {
+            break;
+        }
         signalled = 1;
     }
     return signalled;

@@ -159,15 +159,19 @@ ucs_status_t uct_gpumem_ipc_ep_pending_add(uct_ep_h tl_ep,
     uct_gpumem_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                    uct_gpumem_ipc_iface_t);
 
-    /* A request behind others waits for them, whatever is free */
-    if (ucs_queue_is_empty(&ep->pending)) {
-        if ((ep->super.failure == UCS_OK) && !ep->fifo.ctl->closed &&
-            uct_gpumem_ipc_fifo_has_room(&ep->fifo)) {
-            return UCS_ERR_BUSY;
-        }
-        ucs_list_add_tail(&iface->pending_eps, &ep->pending_list);
+    /* A request behind others waits for them, whatever is free; a failed
+     * endpoint's and a closed peer's wait for the error handler's purge */
+    if (ucs_queue_is_empty(&ep->pending) && !ep->dispatching &&
+        (ep->super.failure == UCS_OK) && !ep->fifo.ctl->closed &&
+        uct_gpumem_ipc_fifo_has_room(&ep->fifo)) {
+        return UCS_ERR_BUSY;
     }
 
+    /* Listed once, also when it is added while its requests are given
+     * their turn (it is off the list then) */
+    if (ucs_list_is_empty(&ep->pending_list)) {
+        ucs_list_add_tail(&iface->pending_eps, &ep->pending_list);
+    }
     uct_pending_req_queue_push(&ep->pending, req);
     UCT_TL_EP_STAT_PEND(&ep->super.super);
     return UCS_OK;
@@ -216,8 +220,8 @@ void uct_gpumem_ipc_ep_pending_drop(uct_gpumem_ipc_ep_t *ep)
     if (!ucs_queue_is_empty(&ep->pending)) {
         ucs_debug("gpumemipc: ep %p goes with requests waiting", ep);
         ucs_queue_head_init(&ep->pending);
-        uct_gpumem_ipc_ep_pending_done(ep);
     }
+    uct_gpumem_ipc_ep_pending_done(ep);
 }
 
 #ifdef HAVE_UCT_EP_INVALIDATE_PARAMS
@@ -267,26 +271,41 @@ static unsigned uct_gpumem_ipc_iface_am_receive(uct_gpumem_ipc_iface_t *iface)
 }
 
 /* The waiting requests of each endpoint whose peer's FIFO has a free slot,
- * in order, until one finds none */
+ * in order, until one finds none; an endpoint whose peer closed fails. The
+ * endpoints are taken off the list first: a request may add to any
+ * endpoint's queue, or purge it, while it runs */
 static unsigned
 uct_gpumem_ipc_iface_pending_progress(uct_gpumem_ipc_iface_t *iface)
 {
     unsigned count = 0;
     uct_pending_req_priv_queue_t UCS_V_UNUSED *priv;
-    uct_gpumem_ipc_ep_t *ep, *tmp;
+    ucs_list_link_t turn;
+    uct_gpumem_ipc_ep_t *ep;
 
-    ucs_list_for_each_safe(ep, tmp, &iface->pending_eps, pending_list) {
-        if ((ep->super.failure != UCS_OK) ||
-            !uct_gpumem_ipc_fifo_has_room(&ep->fifo)) {
-            continue;
+    ucs_list_head_init(&turn);
+    ucs_list_splice_tail(&turn, &iface->pending_eps);
+    ucs_list_head_init(&iface->pending_eps);
+
+    while (!ucs_list_is_empty(&turn)) {
+        ep = ucs_list_extract_head(&turn, uct_gpumem_ipc_ep_t, pending_list);
+        ucs_list_head_init(&ep->pending_list);
+
+        if (ucs_unlikely(ep->fifo.ctl->closed)) {
+            (void)uct_gpumem_ipc_ep_peer_closed(ep);
+        } else if ((ep->super.failure == UCS_OK) &&
+                   uct_gpumem_ipc_fifo_has_room(&ep->fifo)) {
+            ep->dispatching = 1;
+            uct_pending_queue_dispatch(priv, &ep->pending,
+                                       uct_gpumem_ipc_fifo_has_room(
+                                               &ep->fifo));
+            ep->dispatching = 0;
+            ++count;
         }
 
-        ep->dispatching = 1;
-        uct_pending_queue_dispatch(priv, &ep->pending,
-                                   uct_gpumem_ipc_fifo_has_room(&ep->fifo));
-        ep->dispatching = 0;
-        uct_gpumem_ipc_ep_pending_done(ep);
-        ++count;
+        if (!ucs_queue_is_empty(&ep->pending) &&
+            ucs_list_is_empty(&ep->pending_list)) {
+            ucs_list_add_tail(&iface->pending_eps, &ep->pending_list);
+        }
     }
     return count;
 }

@@ -52,7 +52,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_ep_t, const uct_ep_params_t *params)
     }
 
     /* Where its active messages go */
-    status = uct_gpumem_ipc_fifo_attach(peer.pid, peer.fifo_fd, &self->fifo);
+    status = uct_gpumem_ipc_fifo_attach(peer.pid, peer.iface_id, peer.fifo_fd,
+                                        &self->fifo);
     if (status != UCS_OK) {
         return status;
     }
@@ -250,6 +251,14 @@ ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
     /* UCT's own check of the arguments differs between versions */
     UCT_GPUMEM_CHECK_PARAM(flags == 0, "gpumemipc: ep_check flags 0x%x",
                            flags);
+
+    /* An interface that closed said so in its FIFO */
+    if (ep->fifo.ctl->closed) {
+        ucs_diag("gpumemipc: ep %p: interface %u of process %d, the peer, is "
+                 "closed", ep, ep->peer_iface_id, (int)ep->peer_pid);
+        uct_gpumem_ep_fail(&ep->super, UCS_ERR_CONNECTION_RESET);
+        return UCS_OK;
+    }
 
     /* A peer in this process lives as long as its interface */
     if (ep->peer_pid == getpid()) {

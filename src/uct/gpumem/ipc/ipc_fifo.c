@@ -59,7 +59,7 @@ uct_gpumem_ipc_fifo_slot(uint8_t *elems, unsigned num_slots, uint64_t index)
                      UCT_GPUMEM_IPC_FIFO_ELEM_SIZE));
 }
 
-ucs_status_t uct_gpumem_ipc_fifo_create(unsigned num_slots,
+ucs_status_t uct_gpumem_ipc_fifo_create(uint32_t iface_id, unsigned num_slots,
                                         const struct sockaddr_un *signal_addr,
                                         socklen_t signal_addr_len,
                                         uct_gpumem_ipc_fifo_t *fifo)
@@ -110,6 +110,7 @@ ucs_status_t uct_gpumem_ipc_fifo_create(unsigned num_slots,
     ctl->num_slots       = num_slots;
     ctl->elem_size       = UCT_GPUMEM_IPC_FIFO_ELEM_SIZE;
     ctl->pid             = getpid();
+    ctl->iface_id        = iface_id;
     ctl->signal_addr_len = signal_addr_len;
     memcpy(&ctl->signal_addr, signal_addr, signal_addr_len);
 
@@ -197,12 +198,15 @@ static ucs_status_t uct_gpumem_ipc_fifo_open(pid_t pid, int fd, int *fd_p,
     ucs_status_t status;
     int seals, local;
 
+    /* Whatever the descriptor is, opening it neither waits nor takes a
+     * terminal */
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-    local = open(path, O_RDWR | O_CLOEXEC);
+    local = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (local < 0) {
         ucs_error("gpumemipc: the receive FIFO of process %d: open(%s): %m",
                   (int)pid, path);
-        return (errno == ENOENT) ? UCS_ERR_UNREACHABLE : UCS_ERR_IO_ERROR;
+        return ((errno == ENOENT) || (errno == EACCES) || (errno == EPERM)) ?
+               UCS_ERR_UNREACHABLE : UCS_ERR_IO_ERROR;
     }
 
     if (fstat(local, &st) < 0) {
@@ -211,20 +215,27 @@ static ucs_status_t uct_gpumem_ipc_fifo_open(pid_t pid, int fd, int *fd_p,
         goto err_close;
     }
 
-    if (!S_ISREG(st.st_mode) ||
-        (st.st_size > (off_t)uct_gpumem_ipc_fifo_size(
-                UCT_GPUMEM_IPC_FIFO_MAX_SLOTS))) {
-        ucs_error("gpumemipc: %s of process %d is no receive FIFO (mode 0%o, "
-                  "%lld bytes)", path, (int)pid, (unsigned)st.st_mode,
-                  (long long)st.st_size);
+    if (!S_ISREG(st.st_mode)) {
+        ucs_error("gpumemipc: %s of process %d is no receive FIFO (mode 0%o)",
+                  path, (int)pid, (unsigned)st.st_mode);
         status = UCS_ERR_INVALID_ADDR;
         goto err_close;
     }
 
+    /* The seals first: the size read after them is the size for good */
     seals = fcntl(local, F_GET_SEALS);
     if ((seals < 0) || ((seals & F_SEAL_SHRINK) == 0)) {
         ucs_error("gpumemipc: %s of process %d may shrink under its mapping "
                   "(seals 0x%x)", path, (int)pid, seals);
+        status = UCS_ERR_INVALID_ADDR;
+        goto err_close;
+    }
+
+    if ((fstat(local, &st) < 0) ||
+        (st.st_size > (off_t)uct_gpumem_ipc_fifo_size(
+                UCT_GPUMEM_IPC_FIFO_MAX_SLOTS))) {
+        ucs_error("gpumemipc: %s of process %d is no receive FIFO (%lld "
+                  "bytes)", path, (int)pid, (long long)st.st_size);
         status = UCS_ERR_INVALID_ADDR;
         goto err_close;
     }
@@ -238,10 +249,10 @@ err_close:
     return status;
 }
 
-ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, int fd,
+ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, uint32_t iface_id, int fd,
                                         uct_gpumem_ipc_fifo_peer_t *peer)
 {
-    uct_gpumem_ipc_fifo_ctl_t *ctl;
+    uct_gpumem_ipc_fifo_ctl_t ctl;
     ucs_status_t status;
     size_t size;
     void *address;
@@ -252,7 +263,7 @@ ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, int fd,
         return status;
     }
 
-    address = (size < sizeof(*ctl)) ? MAP_FAILED :
+    address = (size < sizeof(ctl)) ? MAP_FAILED :
               mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);
     close(local);
     if (address == MAP_FAILED) {
@@ -261,30 +272,36 @@ ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, int fd,
         return UCS_ERR_INVALID_ADDR;
     }
 
-    ctl    = address;
-    status = uct_gpumem_ipc_fifo_ctl_check(ctl, size, UCS_LOG_LEVEL_ERROR);
+    /* The peer may write its control block still: what it says is read
+     * once, and that copy is checked and used */
+    memcpy(&ctl, address, sizeof(ctl));
+    ucs_memory_cpu_load_fence();
+    status = uct_gpumem_ipc_fifo_ctl_check(&ctl, size, UCS_LOG_LEVEL_ERROR);
     if (status != UCS_OK) {
-        munmap(address, size);
-        return status;
+        goto err_unmap;
     }
 
-    if (ctl->pid != pid) {
-        ucs_error("gpumemipc: the receive FIFO process %d gave says process "
-                  "%d", (int)pid, (int)ctl->pid);
-        munmap(address, size);
-        return UCS_ERR_INVALID_ADDR;
+    if ((ctl.pid != pid) || (ctl.iface_id != iface_id)) {
+        ucs_error("gpumemipc: the receive FIFO of interface %u of process %d "
+                  "is interface %u's of process %d", iface_id, (int)pid,
+                  ctl.iface_id, (int)ctl.pid);
+        status = UCS_ERR_INVALID_ADDR;
+        goto err_unmap;
     }
 
-    /* What the receiver wrote once is read once */
     peer->size            = size;
-    peer->ctl             = ctl;
+    peer->ctl             = address;
     peer->elems           = (uint8_t*)address +
                             UCT_GPUMEM_IPC_FIFO_ELEMS_OFFSET;
-    peer->num_slots       = ctl->num_slots;
-    peer->cached_tail     = ctl->tail;
-    peer->signal_addr_len = ctl->signal_addr_len;
-    memcpy(&peer->signal_addr, &ctl->signal_addr, peer->signal_addr_len);
+    peer->num_slots       = ctl.num_slots;
+    peer->cached_tail     = peer->ctl->tail;
+    peer->signal_addr_len = ctl.signal_addr_len;
+    memcpy(&peer->signal_addr, &ctl.signal_addr, ctl.signal_addr_len);
     return UCS_OK;
+
+err_unmap:
+    munmap(address, size);
+    return status;
 }
 
 void uct_gpumem_ipc_fifo_detach(uct_gpumem_ipc_fifo_peer_t *peer)
@@ -292,10 +309,11 @@ void uct_gpumem_ipc_fifo_detach(uct_gpumem_ipc_fifo_peer_t *peer)
     munmap(peer->ctl, peer->size);
 }
 
-int uct_gpumem_ipc_fifo_has_room(uct_gpumem_ipc_fifo_peer_t *peer)
+/* Whether slot @a head is free: the receiver released the slot it had
+ * a round before */
+static int uct_gpumem_ipc_fifo_head_free(uct_gpumem_ipc_fifo_peer_t *peer,
+                                         uint64_t head)
 {
-    uint64_t head = peer->ctl->head;
-
     if ((head - peer->cached_tail) < peer->num_slots) {
         return 1;
     }
@@ -305,17 +323,24 @@ int uct_gpumem_ipc_fifo_has_room(uct_gpumem_ipc_fifo_peer_t *peer)
     return (head - peer->cached_tail) < peer->num_slots;
 }
 
+int uct_gpumem_ipc_fifo_has_room(uct_gpumem_ipc_fifo_peer_t *peer)
+{
+    return uct_gpumem_ipc_fifo_head_free(peer, peer->ctl->head);
+}
+
 ucs_status_t uct_gpumem_ipc_fifo_claim(uct_gpumem_ipc_fifo_peer_t *peer,
                                        uint64_t *index_p,
                                        uct_gpumem_ipc_fifo_elem_t **elem_p)
 {
     uint64_t head;
 
+    /* The head that was found free is the one claimed: another sender that
+     * claimed it first makes the swap fail */
     do {
-        if (!uct_gpumem_ipc_fifo_has_room(peer)) {
+        head = peer->ctl->head;
+        if (!uct_gpumem_ipc_fifo_head_free(peer, head)) {
             return UCS_ERR_NO_RESOURCE;
         }
-        head = peer->ctl->head;
     } while (ucs_atomic_cswap64(ucs_unaligned_ptr(&peer->ctl->head), head,
                                 head + 1) != head);
 
@@ -359,9 +384,9 @@ uct_gpumem_ipc_fifo_elem_read(const uct_gpumem_ipc_fifo_elem_t *elem,
                               uint32_t *length_p, uint8_t *flags_p)
 {
     /* The peer may write the slot still: each field is read once */
-    uint32_t length = elem->length;
-    uint8_t am_id   = elem->am_id;
-    uint8_t flags   = elem->flags;
+    uint32_t length = *(const volatile uint32_t*)&elem->length;
+    uint8_t am_id   = *(const volatile uint8_t*)&elem->am_id;
+    uint8_t flags   = *(const volatile uint8_t*)&elem->flags;
 
     if (am_id >= UCT_AM_ID_MAX) {
         ucs_log(log_level, "gpumemipc: a message of active message id %u "

@@ -58,6 +58,7 @@ typedef struct uct_gpumem_ipc_fifo_ctl {
     uint32_t           num_slots;
     uint32_t           elem_size;
     int32_t            pid;         /* The receiver's */
+    uint32_t           iface_id;    /* Its interface in the process */
     uint32_t           signal_addr_len;
     struct sockaddr_un signal_addr; /* Its event socket */
 } UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE) uct_gpumem_ipc_fifo_ctl_t;
@@ -108,10 +109,11 @@ size_t uct_gpumem_ipc_fifo_size(unsigned num_slots);
 
 
 /**
- * Creates the FIFO of an interface: @a num_slots slots (a power of 2 within
- * the limits), its event socket's address given to the senders.
+ * Creates the FIFO of interface @a iface_id of the process: @a num_slots
+ * slots (a power of 2 within the limits), its event socket's address given
+ * to the senders.
  */
-ucs_status_t uct_gpumem_ipc_fifo_create(unsigned num_slots,
+ucs_status_t uct_gpumem_ipc_fifo_create(uint32_t iface_id, unsigned num_slots,
                                         const struct sockaddr_un *signal_addr,
                                         socklen_t signal_addr_len,
                                         uct_gpumem_ipc_fifo_t *fifo);
@@ -132,9 +134,11 @@ ucs_status_t uct_gpumem_ipc_fifo_ctl_check(const uct_gpumem_ipc_fifo_ctl_t *ctl,
                                            ucs_log_level_t log_level);
 
 /**
- * Maps the FIFO of process @a pid whose memfd is its descriptor @a fd.
+ * Maps the FIFO of interface @a iface_id of process @a pid, whose memfd is
+ * its descriptor @a fd: what its control block says is read once, and used
+ * only if it holds and names that interface.
  */
-ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, int fd,
+ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, uint32_t iface_id, int fd,
                                         uct_gpumem_ipc_fifo_peer_t *peer);
 
 void uct_gpumem_ipc_fifo_detach(uct_gpumem_ipc_fifo_peer_t *peer);

@@ -450,16 +450,17 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_ipc_iface_t, uct_md_h md,
 
     self->md = ipc_md;
     ucs_list_head_init(&self->pending_eps);
-    status   = uct_gpumem_ipc_fifo_create(config->fifo_size,
+    uct_gpumem_ipc_open_add(&self->open);
+    status   = uct_gpumem_ipc_fifo_create(self->open.id, config->fifo_size,
                                           &self->super.event.addr,
                                           self->super.event.addr_len,
                                           &self->fifo);
     if (status != UCS_OK) {
+        uct_gpumem_ipc_open_remove(&self->open);
         return status;
     }
 
     uct_gpumem_ipc_iface_set_estimates(self, config);
-    uct_gpumem_ipc_open_add(&self->open);
     return UCS_OK;
 }
 
