@@ -395,6 +395,7 @@ TEST_F(ipc_am, requests_waiting_on_a_closed_interface_fail_the_endpoint) {
 /* Several processes send at once into a FIFO of two slots: each message
  * arrives once, each sender's in the order it sent them */
 TEST_F(ipc_am, messages_of_many_senders_at_once_arrive_once_in_order) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     gpumem_test::scoped_env fifo("UCX_GPUMEM_IPC_FIFO_SIZE", "2");
     const unsigned senders = 4, count = 2000;
     std::vector<pid_t> pids;
@@ -574,6 +575,7 @@ TEST_F(ipc_am, an_arrival_wakes_a_receiver_armed_for_it) {
 /* Another process's messages arrive, in order, through its mapping of this
  * interface's FIFO */
 TEST_F(ipc_am, messages_of_another_process_arrive) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
     const unsigned count = 300;
     channel chan;
     pid_t pid;
