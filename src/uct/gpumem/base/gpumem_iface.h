@@ -211,6 +211,13 @@ void uct_gpumem_iface_event_send(uct_gpumem_iface_t *iface,
                                  const struct sockaddr_un *addr,
                                  socklen_t addr_len);
 
+/* Whether the failure of @a ep was told to the error handler already */
+static UCS_F_ALWAYS_INLINE int
+uct_gpumem_ep_failure_told(uct_gpumem_ep_t *ep)
+{
+    return (ep->failure != UCS_OK) && ucs_list_is_empty(&ep->failed);
+}
+
 /* The common part of uct_iface_query(): the base's, the addresses' sizes
  * left to the transport, no active messages, events and estimates */
 void uct_gpumem_iface_query_common(uct_gpumem_iface_t *iface,

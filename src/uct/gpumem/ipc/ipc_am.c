@@ -19,15 +19,32 @@
 #include <string.h>
 
 
+/* A message claims no slot: it is dropped (UCS_INPROGRESS) */
+#define UCT_GPUMEM_IPC_AM_DROPPED  UCS_INPROGRESS
+
+
 /* The peer's interface said it closed: the endpoint fails, once */
-static ucs_status_t uct_gpumem_ipc_ep_peer_closed(uct_gpumem_ipc_ep_t *ep)
+static void uct_gpumem_ipc_ep_peer_closed(uct_gpumem_ipc_ep_t *ep)
 {
     if (ep->super.failure == UCS_OK) {
         ucs_diag("gpumemipc: ep %p: the interface of process %d it sends to "
                  "is closed", ep, (int)ep->peer_pid);
         uct_gpumem_ep_fail(&ep->super, UCS_ERR_CONNECTION_RESET);
     }
-    return UCS_ERR_CONNECTION_RESET;
+}
+
+/* A message of a failed endpoint: accepted and dropped until the error
+ * handler is told (at progress, as UCX's transports tell a peer's failure),
+ * the failure itself after */
+static ucs_status_t uct_gpumem_ipc_ep_am_failed(uct_gpumem_ipc_ep_t *ep)
+{
+    if (uct_gpumem_ep_failure_told(&ep->super)) {
+        return ep->super.failure;
+    }
+
+    ucs_trace_data("gpumemipc: ep %p failed (%s): a message is dropped", ep,
+                   ucs_status_string(ep->super.failure));
+    return UCT_GPUMEM_IPC_AM_DROPPED;
 }
 
 /* A full FIFO; with UCT_SEND_FLAG_PEER_CHECK, UCP asks whether the peer
@@ -45,7 +62,8 @@ static ucs_status_t uct_gpumem_ipc_ep_am_no_resource(uct_gpumem_ipc_ep_t *ep,
  * A slot of the peer's FIFO for a message of @a id: UCS_OK when the
  * endpoint has not failed, its peer is there, none of its requests waits
  * before the message, and a slot was free (the bytes of what came before a
- * fence landed by then); else what stops it.
+ * fence landed by then); UCT_GPUMEM_IPC_AM_DROPPED for the message of an
+ * endpoint that failed and was not told yet; else what stops it.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_gpumem_ipc_ep_am_claim(uct_gpumem_ipc_ep_t *ep, uint8_t id,
@@ -57,12 +75,12 @@ uct_gpumem_ipc_ep_am_claim(uct_gpumem_ipc_ep_t *ep, uint8_t id,
                            "message id %u (below %d is one)", op_name, id,
                            (int)UCT_AM_ID_MAX);
 
-    if (ucs_unlikely(ep->super.failure != UCS_OK)) {
-        return ep->super.failure;
+    if (ucs_unlikely(ep->fifo.ctl->closed)) {
+        uct_gpumem_ipc_ep_peer_closed(ep);
     }
 
-    if (ucs_unlikely(ep->fifo.ctl->closed)) {
-        return uct_gpumem_ipc_ep_peer_closed(ep);
+    if (ucs_unlikely(ep->super.failure != UCS_OK)) {
+        return uct_gpumem_ipc_ep_am_failed(ep);
     }
 
     if (ucs_unlikely(!ucs_queue_is_empty(&ep->pending) &&
@@ -114,7 +132,7 @@ ucs_status_t uct_gpumem_ipc_ep_am_short(uct_ep_h tl_ep, uint8_t id,
                             UCT_GPUMEM_IPC_AM_MAX_SHORT, "am_short");
     status = uct_gpumem_ipc_ep_am_claim(ep, id, "am_short", 0, &index, &elem);
     if (status != UCS_OK) {
-        return status;
+        return (status == UCT_GPUMEM_IPC_AM_DROPPED) ? UCS_OK : status;
     }
 
     data = uct_gpumem_ipc_fifo_elem_data(elem);
@@ -138,7 +156,11 @@ ssize_t uct_gpumem_ipc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 
     status = uct_gpumem_ipc_ep_am_claim(ep, id, "am_bcopy", flags, &index,
                                         &elem);
-    if (status != UCS_OK) {
+    if (status == UCT_GPUMEM_IPC_AM_DROPPED) {
+        /* Packed where it goes no further */
+        return pack_cb(ucs_derived_of(tl_ep->iface,
+                                      uct_gpumem_iface_t)->bounce, arg);
+    } else if (status != UCS_OK) {
         return status;
     }
 
@@ -291,7 +313,7 @@ uct_gpumem_ipc_iface_pending_progress(uct_gpumem_ipc_iface_t *iface)
         ucs_list_head_init(&ep->pending_list);
 
         if (ucs_unlikely(ep->fifo.ctl->closed)) {
-            (void)uct_gpumem_ipc_ep_peer_closed(ep);
+            uct_gpumem_ipc_ep_peer_closed(ep);
         } else if ((ep->super.failure == UCS_OK) &&
                    uct_gpumem_ipc_fifo_has_room(&ep->fifo)) {
             ep->dispatching = 1;
