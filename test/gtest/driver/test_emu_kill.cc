@@ -11,6 +11,7 @@
 #include "emu_test.h"
 
 #include <common/channel.h>
+#include <common/log_capture.h>
 
 #include <signal.h>
 #include <stdlib.h>
@@ -136,6 +137,38 @@ INSTANTIATE_TEST_SUITE_P(step, emu_kill,
                          testing::Values("alloc-placed", "alloc-listed",
                                          "alloc-held", "free-unlisted",
                                          "free-punched", "import-held"));
+
+
+/* A process that leaves cleanly (its driver closed, other processes still
+ * attached) is not taken for one that died changing the state: the next
+ * process to lock it has nothing to repair */
+TEST_F(emu_keeper_test, a_process_that_leaves_cleanly_leaves_nothing_to_repair) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_DIAG,
+                                 gpumem_test::log_capture::LEVEL_RAISED);
+    std::string why;
+    pid_t pid;
+
+    ASSERT_NO_FATAL_FAILURE(hold_keeper(23));
+    pid = fork_child([&]() {
+        gpumem_driver_mem_t *own;
+        gpumem_driver_t *driver;
+        gpumem_topo_t *topo;
+
+        EMU_CHILD_CHECK(open_machine(config(), &topo, &driver) == UCS_OK);
+        EMU_CHILD_CHECK(driver->ops->mem_alloc(driver->ops->gpu(driver, 0),
+                                               4 * PAGE, PAGE, 0, &own) ==
+                        UCS_OK);
+        driver->ops->mem_free(own);
+        close_machine(topo, driver);
+        return 0;
+    });
+    ASSERT_EQ(0, wait_child(pid));
+
+    EXPECT_TRUE(state_is_whole(&why)) << why;
+    EXPECT_EQ(0u, log.count({"died changing the shared state"}))
+        << log.text("died");
+    expect_keeper_intact_and_drop();
+}
 
 
 /*

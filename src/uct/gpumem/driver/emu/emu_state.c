@@ -128,9 +128,18 @@ void gpumem_emu_state_lock(gpumem_emu_gpu_t *gpu)
     gpumem_emu_state_sweep(gpu, 0);
 }
 
+/* This process is done changing the state (lock held): the next to lock it
+ * finds nothing half-done to repair */
+static void gpumem_emu_state_end_write(gpumem_emu_gpu_t *gpu)
+{
+    if ((gpu->state != NULL) && (gpu->state->writer == getpid())) {
+        gpu->state->writer = 0;
+    }
+}
+
 void gpumem_emu_state_unlock(gpumem_emu_gpu_t *gpu)
 {
-    gpu->state->writer = 0;
+    gpumem_emu_state_end_write(gpu);
     flock(gpu->state_fd, LOCK_UN);
 }
 
@@ -538,9 +547,7 @@ ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu,
     return UCS_OK;
 
 err_close:
-    if ((gpu->state != NULL) && (gpu->state->writer == getpid())) {
-        gpu->state->writer = 0;
-    }
+    gpumem_emu_state_end_write(gpu);
     gpumem_emu_state_unlink_unused(gpu);
     gpumem_emu_state_close(gpu);
     return status;
@@ -556,6 +563,7 @@ void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu)
     gpu->recovery->drop_proc(gpu, gpu->proc_slot);
     gpu->proc_slot = GPUMEM_EMU_NO_SLOT;
     gpumem_emu_state_sweep(gpu, 1);
+    gpumem_emu_state_end_write(gpu);
     gpumem_emu_state_unlink_unused(gpu);
     gpumem_emu_state_close(gpu);
 }
