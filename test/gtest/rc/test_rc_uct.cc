@@ -333,7 +333,7 @@ public:
     /* One put or get of @a length bytes at the offsets, to its end */
     ucs_status_t rdma(bool put, rc_buffer &local, size_t local_offset,
                       rc_buffer &peer, size_t peer_offset, size_t length,
-                      uct_rkey_t rkey = 0) {
+                      uct_rkey_t rkey = 0, unsigned ep = 0) {
         uct_iov_t local_iov = iov(local, local_offset, length);
         struct completion comp;
         ucs_status_t status;
@@ -342,10 +342,10 @@ public:
             rkey = peer.rkey.rkey;
         }
         status = put ?
-                 uct_ep_put_zcopy(m_ep[0], &local_iov, 1,
+                 uct_ep_put_zcopy(m_ep[ep], &local_iov, 1,
                                   remote(peer, peer_offset), rkey,
                                   &comp.super) :
-                 uct_ep_get_zcopy(m_ep[0], &local_iov, 1,
+                 uct_ep_get_zcopy(m_ep[ep], &local_iov, 1,
                                   remote(peer, peer_offset), rkey,
                                   &comp.super);
         if (status != UCS_INPROGRESS) {
@@ -864,6 +864,45 @@ TEST_F(rc_uct, put_into_local_region_fails_with_remote_access_error) {
         said += (failure.first == m_ep[0]);
     }
     EXPECT_EQ(1u, said);
+}
+
+/* A peer reads memory of this side that was deregistered since (as a
+ * device does when it sends a read again after its time-out, and the first
+ * answer completed the read): the device refuses it, and moves this side's
+ * queue pair to the error state without a completion here. The next
+ * operation of this side is flushed: the endpoint fails, says why, and its
+ * error handler hears it; it is not taken for a cancel of its own */
+TEST_F(rc_uct, a_queue_pair_the_device_failed_fails_its_endpoint) {
+    ASSERT_NO_FATAL_FAILURE(open({{"TIMEOUT", "100ms"},
+                                  {"RETRY_COUNT", "2"}}));
+    rc_buffer &local  = alloc(4096, false, 1);
+    rc_buffer &gone   = alloc(4096, true, 2);
+    rc_buffer &source = alloc(4096, true, 3);
+    rc_buffer &target = alloc(4096, false, 4);
+    std::vector<uint8_t> before = contents(target);
+    ucs_status_t status;
+    log_capture log;
+
+    /* ep 1 is the peer that ep 0 reads from */
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, gone.memh));
+    gone.memh = NULL;
+    status    = rdma(false, local, 0, gone, 0, 4096, 0, 0);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, status) << ucs_status_string(status);
+    drain();
+    ASSERT_EQ(1u, m_failed.size());
+    EXPECT_EQ(m_ep[0], m_failed[0].first);
+    EXPECT_EQ(UCS_OK, rc_ep(1)->status) << "ep 1 heard nothing yet";
+
+    status = rdma(true, source, 0, target, 0, 4096, 0, 1);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, status) << ucs_status_string(status);
+    EXPECT_TRUE(contents(target) == before) << "no byte landed";
+    EXPECT_EQ(1u, log.count({"gpumem_rc", "moved to the error state by the "
+                             "device"})) << log.text();
+    drain();
+    ASSERT_EQ(2u, m_failed.size());
+    EXPECT_EQ(m_ep[1], m_failed[1].first);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_failed[1].second);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, uct_ep_flush(m_ep[1], 0, NULL));
 }
 
 TEST_F(rc_uct, get_from_remote_write_region_fails_with_remote_access_error) {

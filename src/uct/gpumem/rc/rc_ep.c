@@ -868,8 +868,29 @@ static ucs_status_t uct_gpumem_rc_ep_wc_result(uct_gpumem_rc_ep_t *ep,
         return UCS_OK;
     }
 
-    if (wc_status == IBV_WC_WR_FLUSH_ERR) {
+    if ((wc_status == IBV_WC_WR_FLUSH_ERR) &&
+        ((ep->status != UCS_OK) || ep->destroyed)) {
+        /* Flushed after a failure, or by this side's own flush or
+         * destroy */
         return (ep->status != UCS_OK) ? ep->status : status;
+    }
+
+    if (wc_status == IBV_WC_WR_FLUSH_ERR) {
+        /* Neither: the device moved the queue pair to the error state by
+         * itself, which it does, and tells this side of with no completion,
+         * when it refuses a request of the peer (such as an RDMA READ of
+         * memory deregistered since, which a peer's device sends again when
+         * its answer was slow). That is the connection's end, not a cancel
+         * of this side's own. */
+        ep->status = UCS_ERR_CONNECTION_RESET;
+        ucs_error("gpumem_rc: ep %p: QP 0x%x was moved to the error state by "
+                  "the device, which refused a request of the peer to this "
+                  "side (as an RDMA READ of memory deregistered since); %s of "
+                  "%zu bytes to [0x%" PRIx64 ", rkey 0x%x) was flushed: %s",
+                  ep, ep->qp->qp_num, uct_gpumem_rc_opcode_name(op->opcode),
+                  op->length, op->remote_addr, op->rkey,
+                  ucs_status_string(ep->status));
+        return ep->status;
     }
 
     if (ep->status == UCS_OK) {
