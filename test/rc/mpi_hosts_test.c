@@ -198,6 +198,26 @@ static unsigned seed_of(int from, int to, size_t size, int nonblocking)
     return (unsigned)(from * 0x1000193 + to * 0x3d + size * 7 + nonblocking);
 }
 
+/* A receive of @a size bytes from @a peer ended whole: not cancelled (UCX
+ * completes a receive whose transport flushed it as cancelled, and MPI
+ * returns success for it), and with every byte; else the job fails,
+ * saying which */
+static void expect_received(const MPI_Status *status, size_t size, int peer)
+{
+    char what[160];
+    int cancelled, count;
+
+    MPI_Test_cancelled(status, &cancelled);
+    MPI_Get_count(status, MPI_BYTE, &count);
+    if (!cancelled && ((size_t)count == size)) {
+        return;
+    }
+    snprintf(what, sizeof(what), "the receive of %zu bytes from rank %d "
+             "ended %s (%d bytes)", size, peer,
+             cancelled ? "cancelled" : "short", count);
+    fail(what);
+}
+
 /* Ranks @a a and @a b exchange every size both ways; returns the bytes
  * that arrived wrong and adds to @a rndv_bytes those of messages sure to
  * go by rendezvous */
@@ -205,6 +225,7 @@ static size_t exchange(int a, int b, size_t max, void *send, void *recv,
                        unsigned char *host, unsigned long long *rndv_bytes)
 {
     int peer = (rank == a) ? b : a;
+    MPI_Status statuses[2];
     MPI_Request reqs[2];
     size_t size, wrong = 0;
 
@@ -215,12 +236,14 @@ static size_t exchange(int a, int b, size_t max, void *send, void *recv,
         if (rank == a) {
             MPI_Send(send, (int)size, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
             MPI_Recv(recv, (int)size, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+                     &statuses[0]);
         } else {
             MPI_Recv(recv, (int)size, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+                     &statuses[0]);
+            expect_received(&statuses[0], size, peer);
             MPI_Send(send, (int)size, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
         }
+        expect_received(&statuses[0], size, peer);
         wrong += check(recv, host, size, seed_of(peer, rank, size, 0));
 
         /* Non-blocking: both ways at once */
@@ -230,7 +253,8 @@ static size_t exchange(int a, int b, size_t max, void *send, void *recv,
                   &reqs[0]);
         MPI_Isend(send, (int)size, MPI_BYTE, peer, TAG + 1, MPI_COMM_WORLD,
                   &reqs[1]);
-        MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+        MPI_Waitall(2, reqs, statuses);
+        expect_received(&statuses[0], size, peer);
         wrong += check(recv, host, size, seed_of(peer, rank, size, 1));
 
         if (size >= RNDV_SURE_SIZE) {
@@ -403,6 +427,7 @@ static int test_pingpong(size_t max, void *send, void *recv,
     int peer = (rank < half) ? rank + half : rank - half;
     size_t wrong = 0;
     unsigned long i;
+    MPI_Status status;
     double start;
 
     to_device(send, host, max, seed_of(rank, peer, max, 5));
@@ -414,12 +439,14 @@ static int test_pingpong(size_t max, void *send, void *recv,
         if (rank < half) {
             MPI_Send(send, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
             MPI_Recv(recv, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+                     &status);
         } else {
             MPI_Recv(recv, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+                     &status);
+            expect_received(&status, max, peer);
             MPI_Send(send, (int)max, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
         }
+        expect_received(&status, max, peer);
         if ((i == 0) || (i + 1 == iters)) {
             wrong += check(recv, host, max, seed_of(peer, rank, max, 5));
         }
