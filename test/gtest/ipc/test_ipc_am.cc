@@ -659,6 +659,45 @@ TEST_F(ipc_am, a_slot_a_peer_wrote_wrong_is_dropped_and_said) {
     uct_gpumem_ipc_fifo_detach(&peer);
 }
 
+/* A sender killed between its claim of a slot and the message's
+ * publication does not stop the FIFO: once it is seen dead, the slot goes
+ * back unread, a warning says so, and the messages after it arrive; while
+ * the slot waits, an arm is refused (progress has a slot to see to) */
+TEST_F(ipc_am, a_slot_whose_sender_died_before_writing_it_is_skipped) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
+    uct_gpumem_ipc_peer_t addr;
+    pid_t pid;
+
+    open_pair();
+    ASSERT_EQ(UCS_OK, uct_gpumem_ipc_iface_addr_unpack(
+                              iface_address().data(), UCS_LOG_LEVEL_ERROR,
+                              &addr));
+    pid = fork_child([&]() {
+        uct_gpumem_ipc_fifo_peer_t peer;
+        uct_gpumem_ipc_fifo_elem_t *elem;
+        uint64_t index;
+
+        ASSERT_EQ(UCS_OK, uct_gpumem_ipc_fifo_attach(addr.pid, addr.iface_id,
+                                                     addr.fifo_fd, &peer));
+        ASSERT_EQ(UCS_OK, uct_gpumem_ipc_fifo_claim(&peer, &index, &elem));
+        /* Ends at once, as killed, with the slot claimed and unwritten */
+        _exit(0);
+    });
+    wait_child(pid);
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 9, NULL, 0));
+    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_iface, UCT_EVENT_RECV));
+
+    {
+        log_capture log(UCS_LOG_LEVEL_WARN);
+        progress_until([&]() { return !m_received.empty(); });
+        log.expect("died before it wrote the message of slot 0");
+        log.expect_none();
+    }
+    ASSERT_EQ(1u, m_received.size());
+    EXPECT_EQ(bytes_of(9, ""), m_received[0].bytes);
+    arm(m_iface, UCT_EVENT_RECV);
+}
+
 /* An address whose FIFO descriptor names no FIFO: a pipe (a FIFO where a
  * file was expected), a memfd whose size is not sealed, a descriptor not
  * open, another interface's FIFO; the endpoint is refused and says why */

@@ -289,6 +289,9 @@ static unsigned uct_gpumem_ipc_iface_am_receive(uct_gpumem_ipc_iface_t *iface)
         uct_gpumem_ipc_fifo_release(fifo);
         ++count;
     }
+    if (count == 0) {
+        count = uct_gpumem_ipc_fifo_skip_dead(fifo);
+    }
     return count;
 }
 

@@ -17,10 +17,13 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler.h>
 #include <ucs/sys/math.h>
+#include <ucs/time/time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,8 +121,10 @@ ucs_status_t uct_gpumem_ipc_fifo_create(uint32_t iface_id, unsigned num_slots,
     fifo->size       = size;
     fifo->ctl        = ctl;
     fifo->elems      = (uint8_t*)address + UCT_GPUMEM_IPC_FIFO_ELEMS_OFFSET;
-    fifo->read_index = 0;
-    fifo->num_slots  = num_slots;
+    fifo->read_index  = 0;
+    fifo->num_slots   = num_slots;
+    fifo->watch_index = UINT64_MAX;
+    fifo->watch_time  = 0;
     return UCS_OK;
 
 err_close:
@@ -295,6 +300,7 @@ ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, uint32_t iface_id, int fd,
                             UCT_GPUMEM_IPC_FIFO_ELEMS_OFFSET;
     peer->num_slots       = ctl.num_slots;
     peer->cached_tail     = peer->ctl->tail;
+    peer->own_pid         = (uint32_t)getpid();
     peer->signal_addr_len = ctl.signal_addr_len;
     memcpy(&peer->signal_addr, &ctl.signal_addr, ctl.signal_addr_len);
     return UCS_OK;
@@ -344,8 +350,12 @@ ucs_status_t uct_gpumem_ipc_fifo_claim(uct_gpumem_ipc_fifo_peer_t *peer,
     } while (ucs_atomic_cswap64(ucs_unaligned_ptr(&peer->ctl->head), head,
                                 head + 1) != head);
 
-    *index_p = head;
-    *elem_p  = uct_gpumem_ipc_fifo_slot(peer->elems, peer->num_slots, head);
+    /* Whose it is until published: the receiver skips it if that process
+     * dies first */
+    *index_p       = head;
+    *elem_p        = uct_gpumem_ipc_fifo_slot(peer->elems, peer->num_slots,
+                                              head);
+    (*elem_p)->seq = UCT_GPUMEM_IPC_FIFO_CLAIMED | peer->own_pid;
     return UCS_OK;
 }
 
@@ -430,6 +440,46 @@ void uct_gpumem_ipc_fifo_release(uct_gpumem_ipc_fifo_t *fifo)
     fifo->ctl->tail = fifo->read_index;
 }
 
+int uct_gpumem_ipc_fifo_skip_dead(uct_gpumem_ipc_fifo_t *fifo)
+{
+    ucs_time_t now = ucs_get_time();
+    uct_gpumem_ipc_fifo_elem_t *elem;
+    uint64_t seq;
+    pid_t pid;
+
+    if ((now - fifo->watch_time) <
+        ucs_time_from_msec(UCT_GPUMEM_IPC_FIFO_WATCH_MSEC)) {
+        return 0;
+    }
+
+    /* The same slot, claimed, unread since the last look */
+    fifo->watch_time = now;
+    if ((fifo->watch_index != fifo->read_index) ||
+        (fifo->ctl->head == fifo->read_index)) {
+        fifo->watch_index = fifo->read_index;
+        return 0;
+    }
+
+    elem = uct_gpumem_ipc_fifo_slot(fifo->elems, fifo->num_slots,
+                                    fifo->read_index);
+    seq  = elem->seq;
+    if (!(seq & UCT_GPUMEM_IPC_FIFO_CLAIMED)) {
+        return 0; /* Its sender has not said who it is yet */
+    }
+
+    pid = (pid_t)(uint32_t)seq;
+    if ((kill(pid, 0) == 0) || (errno != ESRCH) || (elem->seq != seq)) {
+        return 0; /* Alive, or published meanwhile */
+    }
+
+    ucs_warn("gpumemipc: process %d died before it wrote the message of "
+             "slot %" PRIu64 " of this interface's FIFO: the slot is given "
+             "back unread", (int)pid, fifo->read_index);
+    elem->seq = 0;
+    uct_gpumem_ipc_fifo_release(fifo);
+    return 1;
+}
+
 ucs_status_t uct_gpumem_ipc_fifo_arm(uct_gpumem_ipc_fifo_t *fifo,
                                      unsigned events)
 {
@@ -438,8 +488,13 @@ ucs_status_t uct_gpumem_ipc_fifo_arm(uct_gpumem_ipc_fifo_t *fifo,
         return UCS_OK;
     }
 
+    /* A message there, or one being written: its sender may have died
+     * before it writes it, which only progress finds */
     ucs_memory_cpu_fence();
-    if (uct_gpumem_ipc_fifo_next(fifo) != NULL) {
+    if ((uct_gpumem_ipc_fifo_next(fifo) != NULL) ||
+        (uct_gpumem_ipc_fifo_slot(fifo->elems, fifo->num_slots,
+                                  fifo->read_index)->seq &
+         UCT_GPUMEM_IPC_FIFO_CLAIMED)) {
         fifo->ctl->armed = 0;
         return UCS_ERR_BUSY;
     }

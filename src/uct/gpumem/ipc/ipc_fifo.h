@@ -16,6 +16,7 @@
 #include <ucs/type/status.h>
 #include <ucs/config/types.h>
 #include <ucs/sys/compiler_def.h>
+#include <ucs/time/time_def.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -25,7 +26,7 @@ BEGIN_C_DECLS
 
 /* What the control block says of its layout: a peer of another build reads
  * no slot of it */
-#define UCT_GPUMEM_IPC_FIFO_MAGIC      0x6770756d69706331ull /* "gpumipc1" */
+#define UCT_GPUMEM_IPC_FIFO_MAGIC      0x6770756d69706332ull /* "gpumipc2" */
 
 /* Bytes of a slot: its header and the message */
 #define UCT_GPUMEM_IPC_FIFO_ELEM_SIZE  (8 * 1024)
@@ -36,6 +37,14 @@ BEGIN_C_DECLS
 /* Slots of a FIFO: a power of 2, within these */
 #define UCT_GPUMEM_IPC_FIFO_MIN_SLOTS  2
 #define UCT_GPUMEM_IPC_FIFO_MAX_SLOTS  (64 * 1024)
+
+/* A slot's sequence while the sender whose pid it holds fills it: never a
+ * slot number + 1 */
+#define UCT_GPUMEM_IPC_FIFO_CLAIMED        UCS_BIT(63)
+
+/* Time the slot to read next stays claimed and unwritten before the
+ * receiver asks whether its sender lives */
+#define UCT_GPUMEM_IPC_FIFO_WATCH_MSEC     100
 
 /* A message sent with UCT_SEND_FLAG_SIGNALED */
 #define UCT_GPUMEM_IPC_FIFO_FLAG_SIGNALED  UCS_BIT(0)
@@ -68,7 +77,10 @@ typedef struct uct_gpumem_ipc_fifo_ctl {
  * A slot's header; the message follows.
  */
 typedef struct uct_gpumem_ipc_fifo_elem {
-    volatile uint64_t seq;       /* Its slot number + 1 once published */
+    volatile uint64_t seq;       /* Its slot number + 1 once published;
+                                    while its sender fills it,
+                                    UCT_GPUMEM_IPC_FIFO_CLAIMED | the
+                                    sender's pid */
     uint32_t          length;    /* Of the message */
     uint8_t           am_id;
     uint8_t           flags;     /* UCT_GPUMEM_IPC_FIFO_FLAG_* */
@@ -86,6 +98,9 @@ typedef struct uct_gpumem_ipc_fifo {
     uint8_t                   *elems;
     uint64_t                  read_index;  /* Next slot to read */
     unsigned                  num_slots;
+    uint64_t                  watch_index; /* The slot to read next when
+                                              last looked at */
+    ucs_time_t                watch_time;  /* When */
 } uct_gpumem_ipc_fifo_t;
 
 
@@ -98,6 +113,7 @@ typedef struct uct_gpumem_ipc_fifo_peer {
     uint8_t                   *elems;
     uint64_t                  cached_tail;
     unsigned                  num_slots;
+    uint32_t                  own_pid;     /* This process's, for a claim */
     struct sockaddr_un        signal_addr;     /* The receiver's event
                                                   socket, read at attach */
     socklen_t                 signal_addr_len;
@@ -184,6 +200,16 @@ uct_gpumem_ipc_fifo_next(uct_gpumem_ipc_fifo_t *fifo);
 
 /* Gives the slot read back to the senders */
 void uct_gpumem_ipc_fifo_release(uct_gpumem_ipc_fifo_t *fifo);
+
+/**
+ * When the slot to read next has stayed claimed and unwritten for a while
+ * and the sender that claimed it is dead (killed between its claim and its
+ * publication), gives the slot back unread, with a warning, and returns 1;
+ * else 0. Call when uct_gpumem_ipc_fifo_next() finds nothing. (A sender
+ * that dies between the claim and the writing of its pid, a few
+ * instructions, still stalls the FIFO.)
+ */
+int uct_gpumem_ipc_fifo_skip_dead(uct_gpumem_ipc_fifo_t *fifo);
 
 /**
  * Arms the FIFO for @a events (UCT_EVENT_RECV, UCT_EVENT_RECV_SIG):
