@@ -13,6 +13,8 @@
 #include "ipc_cache.h"
 #include "ipc_reach.h"
 
+#include <uct/gpumem/util/gpumem_proc.h>
+
 #include <ucs/arch/atomic.h>
 #include <ucs/async/async.h>
 #include <ucs/datastruct/khash.h>
@@ -300,7 +302,7 @@ static void uct_gpumem_ipc_entry_set_stale(uct_gpumem_ipc_cache_t *cache,
 
 static int uct_gpumem_ipc_owner_is_gone(pid_t owner)
 {
-    return (owner != getpid()) && (kill(owner, 0) != 0) && (errno == ESRCH);
+    return (owner != getpid()) && gpumem_proc_is_gone(owner);
 }
 
 /*

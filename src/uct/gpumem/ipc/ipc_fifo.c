@@ -11,6 +11,8 @@
 
 #include "ipc_fifo.h"
 
+#include <uct/gpumem/util/gpumem_proc.h>
+
 #include <uct/api/uct.h>
 #include <ucs/arch/atomic.h>
 #include <ucs/arch/bitops.h>
@@ -23,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -416,12 +417,18 @@ uct_gpumem_ipc_fifo_elem_read(const uct_gpumem_ipc_fifo_elem_t *elem,
     return UCS_OK;
 }
 
+/* The slot the receiver is to read next, published or not */
+static uct_gpumem_ipc_fifo_elem_t *
+uct_gpumem_ipc_fifo_read_slot(uct_gpumem_ipc_fifo_t *fifo)
+{
+    return uct_gpumem_ipc_fifo_slot(fifo->elems, fifo->num_slots,
+                                    fifo->read_index);
+}
+
 uct_gpumem_ipc_fifo_elem_t *
 uct_gpumem_ipc_fifo_next(uct_gpumem_ipc_fifo_t *fifo)
 {
-    uct_gpumem_ipc_fifo_elem_t *elem =
-            uct_gpumem_ipc_fifo_slot(fifo->elems, fifo->num_slots,
-                                     fifo->read_index);
+    uct_gpumem_ipc_fifo_elem_t *elem = uct_gpumem_ipc_fifo_read_slot(fifo);
 
     if (elem->seq != (fifo->read_index + 1)) {
         return NULL;
@@ -460,15 +467,14 @@ int uct_gpumem_ipc_fifo_skip_dead(uct_gpumem_ipc_fifo_t *fifo)
         return 0;
     }
 
-    elem = uct_gpumem_ipc_fifo_slot(fifo->elems, fifo->num_slots,
-                                    fifo->read_index);
+    elem = uct_gpumem_ipc_fifo_read_slot(fifo);
     seq  = elem->seq;
     if (!(seq & UCT_GPUMEM_IPC_FIFO_CLAIMED)) {
         return 0; /* Its sender has not said who it is yet */
     }
 
     pid = (pid_t)(uint32_t)seq;
-    if ((kill(pid, 0) == 0) || (errno != ESRCH) || (elem->seq != seq)) {
+    if (!gpumem_proc_is_gone(pid) || (elem->seq != seq)) {
         return 0; /* Alive, or published meanwhile */
     }
 
@@ -492,8 +498,7 @@ ucs_status_t uct_gpumem_ipc_fifo_arm(uct_gpumem_ipc_fifo_t *fifo,
      * before it writes it, which only progress finds */
     ucs_memory_cpu_fence();
     if ((uct_gpumem_ipc_fifo_next(fifo) != NULL) ||
-        (uct_gpumem_ipc_fifo_slot(fifo->elems, fifo->num_slots,
-                                  fifo->read_index)->seq &
+        (uct_gpumem_ipc_fifo_read_slot(fifo)->seq &
          UCT_GPUMEM_IPC_FIFO_CLAIMED)) {
         fifo->ctl->armed = 0;
         return UCS_ERR_BUSY;

@@ -16,6 +16,7 @@
 
 #include "emu_state.h"
 
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <ucs/sys/sys.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -79,7 +80,7 @@ static int gpumem_emu_proc_is_alive(const gpumem_emu_proc_t *proc,
     uint64_t start;
     char state;
 
-    if ((kill(proc->pid, 0) != 0) && (errno == ESRCH)) {
+    if (gpumem_proc_is_gone(proc->pid)) {
         return 0;
     }
     if (!thorough || (gpumem_emu_proc_stat(proc->pid, &state, &start) != 0)) {
