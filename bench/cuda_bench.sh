@@ -38,12 +38,12 @@ if [ -z "$cuda_dir" ] || [ -z "$nvml_dir" ] ||
     echo "cuda_bench: $build was configured without CUDA or nvml.h" >&2
     exit 1
 fi
-make -s -C "$build" all test/emu-cuda/emu_cuda_machine >/dev/null
+make -s -C "$build" all test/emu/cuda/emu_cuda_machine >/dev/null
 prefix=$("$srcdir/contrib/ucx-cuda.sh" "$ucx_src" "$cuda_dir" "$nvml_dir" \
-             "$build/src/uct/gpumem/driver/emu/nvml/.libs" | tail -n 1)
+             "$build/emu/.libs" | tail -n 1)
 
 # The emulated machine, VRAM and CUDA libraries; UCX with CUDA first
-. "$srcdir/test/emu-cuda/machine.sh"
+. "$srcdir/test/emu/cuda/machine.sh"
 export LD_LIBRARY_PATH=$prefix/lib:$LD_LIBRARY_PATH
 export LD_PRELOAD=$build/src/uct/gpumem/.libs/libuct_gpumem.so
 export UCX_GPUMEM_DRIVER=cuda UCX_WARN_UNUSED_ENV_VARS=n

@@ -28,6 +28,8 @@ export GPUMEM_PLUGIN=$plugin
 export GPUMEM_PERFTEST_LIB=$build/src/tools/.libs/libgpumem_perftest.so
 export UCX_GPUMEM_EMU_SHM_DIR=$shm UCX_GPUMEM_EMU_VRAM_SIZE=256m
 preload=$build/src/tools/gpumem-preload
+# On the build's emulated GPUs, as gpumem-emu runs a program
+. "$(dirname "$0")/../test/emu/emu_env.sh"
 make -s -C "$build" bench/memcpy_bench >/dev/null
 
 . "$(dirname "$0")/figures.sh"

@@ -25,8 +25,13 @@ if [ "${GPUMEM_VM:-}" != 1 ]; then
 fi
 
 peer=${GPUMEM_VM_PEER:?not on the main machine of test/vm/run --two}
+# On the build's emulated GPUs, as gpumem-emu runs a program, on both
+# machines
+build=$top
+. "$src/test/emu/emu_env.sh"
 env=(GPUMEM_PLUGIN="$top/src/uct/gpumem/.libs/libuct_gpumem.so"
-     GPUMEM_PERFTEST_LIB="$top/src/tools/.libs/libgpumem_perftest.so")
+     GPUMEM_PERFTEST_LIB="$top/src/tools/.libs/libgpumem_perftest.so"
+     $emu_env)
 port=15000
 
 # One test: TL MEM TEST SIZE; prints "TL TEST SIZE MB/s usec"

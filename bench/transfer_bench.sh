@@ -17,6 +17,8 @@ export GPUMEM_PLUGIN=$build/src/uct/gpumem/.libs/libuct_gpumem.so
 export GPUMEM_PERFTEST_LIB=$build/src/tools/.libs/libgpumem_perftest.so
 export UCX_GPUMEM_EMU_SHM_DIR=$shm UCX_TLS=$tls
 preload=$build/src/tools/gpumem-preload
+# On the build's emulated GPUs, as gpumem-emu runs a program
+. "$(dirname "$0")/../test/emu/emu_env.sh"
 
 # Prints column COLUMN of the test's final line: MB/s for bandwidth, usec
 # for latency; the rest are ucx_perftest's options (-n, -D)

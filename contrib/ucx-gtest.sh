@@ -17,7 +17,7 @@
 #
 # --cuda runs UCX's own CUDA families instead, in a UCX built with CUDA
 # (contrib/ucx-cuda.sh) on the emulated CUDA of the caller's environment
-# (test/emu-cuda/machine.sh): the same families, whose instantiations for
+# (test/emu/cuda/machine.sh): the same families, whose instantiations for
 # cuda_copy, cuda_ipc and their memory domains come along, UCM's cuda hooks
 # and the CUDA transports' own tests where the tree has them (UCX 1.19 and
 # later), built against CUDA_DIR's headers and runtime, NVML_DIR's
@@ -134,7 +134,7 @@ build() {
     # tests: those of kernels (test_kernels*.cu, test_device.cc,
     # test_cuda_ipc_device.cc: the emulated GPU runs no code), UCP's (its
     # own test framework, ucp_test.cc, is not built here: the UCT families
-    # and UCX's perftest over UCP, test/emu-cuda/ucx_cuda_run.sh, stand
+    # and UCX's perftest over UCP, test/emu/cuda/ucx_cuda_run.sh, stand
     # for it), uct_perf's (UCX's perftest library, not installed) and
     # test_mem's allocation methods (of every memory domain in the process
     # at once, not of one transport)
@@ -258,6 +258,15 @@ shm=$(mktemp -d)
 trap 'rm -rf "$shm"' EXIT
 log=$work/gtest.log
 status=0
+if [ -n "$plugin" ] && [ "${UCX_GPUMEM_DRIVER:-emu}" = emu ]; then
+    # The plugin's GPUs are the emulated ones of its build tree's emulator
+    # (GPUMEM_EMU_DIR names another), as gpumem-emu gives them, unless the
+    # caller named another driver
+    emu_dir=${GPUMEM_EMU_DIR:-$(cd "$(dirname "$plugin")/../../../.." &&
+                                pwd)/emu/.libs}
+    export UCX_GPUMEM_DRIVER=${UCX_GPUMEM_DRIVER:-emu}
+    export LD_LIBRARY_PATH=$emu_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 ( cd "$work" &&
   UCX_GPUMEM_EMU_SHM_DIR=$shm UCX_HANDLE_ERRORS=bt UCX_LOG_LEVEL=warn \
   LD_PRELOAD=$plugin timeout 900 ./gtest --gtest_filter="$filter" ) \

@@ -11,7 +11,7 @@
 
 #include "gpumem_topo_tool.h"
 
-#include <uct/gpumem/driver/emu/emu.h>
+#include <uct/gpumem/driver/gpumem_drivers.h>
 
 #include <ucs/debug/log_def.h>
 #include <getopt.h>
@@ -242,26 +242,57 @@ static int gpumem_topo_tool_parse(int argc, char **argv,
 
 
 
+/* The emulated machine's facts, which its driver sets on @a topo: the emu
+ * row of the plugin's table of drivers, opened with its settings' zeros
+ * (their defaults) and closed */
+static ucs_status_t gpumem_topo_tool_emu_facts(const gpumem_driver_desc_t *emu,
+                                               gpumem_topo_t *topo)
+{
+    gpumem_driver_t *driver;
+    ucs_status_t status;
+    void *config;
+
+    config = calloc(1, (emu->config_entry != NULL) ?
+                       emu->config_entry->size : 1);
+    if (config == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = emu->open(config, topo, &driver);
+    if (status == UCS_OK) {
+        driver->ops->close(driver);
+    }
+    free(config);
+    return status;
+}
+
 static int gpumem_topo_tool_load(const gpumem_topo_tool_opts_t *opts,
                                  gpumem_topo_t **topo_p)
 {
     gpumem_topo_params_t params = opts->params;
-    gpumem_emu_config_t emu_config;
-    gpumem_driver_t *emu;
+    const gpumem_driver_desc_t *emu = NULL;
     ucs_status_t status;
+    char why[512];
 
-    if (opts->emu && (params.xml_path == NULL)) {
-        params.xml_buffer = gpumem_emu_builtin_topology;
+    if (opts->emu) {
+        emu = gpumem_driver_find("emu");
+        if ((emu == NULL) || (emu->open == NULL)) {
+            if ((emu == NULL) || (emu->probe == NULL) ||
+                (emu->probe(why, sizeof(why)) == UCS_OK)) {
+                snprintf(why, sizeof(why), "this build has no emulator");
+            }
+            fprintf(stderr, GPUMEM_TOPO_TOOL_NAME ": --emu: %s\n", why);
+            return GPUMEM_TOPO_TOOL_EXIT_FAIL;
+        }
+        if (params.xml_path == NULL) {
+            params.xml_buffer = emu->builtin_topology;
+        }
     }
 
     status = gpumem_topo_load(&params, topo_p);
-    if ((status == UCS_OK) && opts->emu) {
-        /* The emulated GPUs' facts are the emu driver's to set */
-        memset(&emu_config, 0, sizeof(emu_config));
-        status = gpumem_emu_open(&emu_config, *topo_p, &emu);
-        if (status == UCS_OK) {
-            emu->ops->close(emu);
-        } else {
+    if ((status == UCS_OK) && (emu != NULL)) {
+        status = gpumem_topo_tool_emu_facts(emu, *topo_p);
+        if (status != UCS_OK) {
             gpumem_topo_destroy(*topo_p);
         }
     }

@@ -10,6 +10,8 @@ topologies=${2:-$(dirname "$0")/../..}/test/topologies
 plugin=$build/src/uct/gpumem/.libs/libuct_gpumem.so
 shm=$(mktemp -d /tmp/gpumem-examples.XXXXXX)
 failed=0
+# On the build's emulated GPUs, as gpumem-emu runs a program
+. "$(dirname "$0")/../emu/emu_env.sh"
 
 # check NAME 'LINE1|LINE2...' COMMAND...: the command succeeds and prints
 # each of the lines (fixed strings, '|' between them) and "passed"

@@ -27,6 +27,10 @@ set -uo pipefail
 top=$PWD
 peer=${GPUMEM_VM_PEER:-gpumem-b}
 plugin=$top/src/uct/gpumem/.libs/libuct_gpumem.so
+# On the build's emulated GPUs, as gpumem-emu runs a program, on both
+# machines ($emu_env through ssh, and mpirun's -x)
+build=$top
+. "$(dirname "$0")/../emu/emu_env.sh"
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(identity p2p refused-read osc dead-peer)
 
@@ -111,6 +115,7 @@ mpirun_hosts() {
         --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 \
         --mca oob_tcp_keepalive_probes 5 \
         -x LD_PRELOAD="$plugin" -x UCX_UD_VERBS_ETH_DGID_CHECK=n \
+        -x UCX_GPUMEM_DRIVER -x LD_LIBRARY_PATH \
         -x UCX_NET_DEVICES="${UCX_NET_DEVICES:-rxe0:1}" \
         -x UCX_GPUMEM_RC_TIMEOUT="${UCX_GPUMEM_RC_TIMEOUT:-8s}" \
         "$@"
@@ -119,7 +124,7 @@ mpirun_hosts() {
 test_identity() {
     local port=$((20000 + RANDOM % 10000)) out rc=0
     # Across: the server on the peer, the client here; each checks.
-    ssh "$peer" "cd '$top' && UCX_LOG_LEVEL=diag timeout -k 5 60 \
+    ssh "$peer" "cd '$top' && $emu_env UCX_LOG_LEVEL=diag timeout -k 5 60 \
         test/rc/reach_test server $port other" >/tmp/reach-b.log 2>&1 &
     local server=$!
     sleep 3

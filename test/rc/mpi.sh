@@ -22,11 +22,14 @@ fi
 
 export UCX_GPUMEM_EMU_SHM_DIR=${UCX_GPUMEM_EMU_SHM_DIR:-$(mktemp -d)}
 plugin=$PWD/src/uct/gpumem/.libs/libuct_gpumem.so
+# On the build's emulated GPUs, as gpumem-emu runs a program
+build=$PWD
+. test/emu/emu_env.sh
 
 timeout -k 5 300 mpirun --allow-run-as-root --oversubscribe -np 2 \
     --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
     --mca btl self --mca osc ^ucx \
     -x UCX_TLS=gpumem_rc,gpumemcpy,ud_verbs -x UCX_NET_DEVICES=rxe0:1 \
     -x UCX_UD_VERBS_ETH_DGID_CHECK=n -x UCX_GPUMEM_EMU_SHM_DIR \
-    -x LD_PRELOAD="$plugin" \
+    -x LD_PRELOAD="$plugin" -x UCX_GPUMEM_DRIVER -x LD_LIBRARY_PATH \
     examples/gpumem_mpi_pingpong "${1:-1m}" "${2:-5}"

@@ -14,6 +14,9 @@
 # Exits non-zero when a run fails. Run from the top of a built tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# On the build's emulated GPUs, as gpumem-emu runs a program
+build=$PWD
+. test/emu/emu_env.sh
 
 tl=gpumem_rc
 dev=rxe0:1

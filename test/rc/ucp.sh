@@ -9,6 +9,9 @@
 # Usage: test/rc/ucp.sh [max size, default 4m]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# On the build's emulated GPUs, as gpumem-emu runs a program
+build=$PWD
+. test/emu/emu_env.sh
 
 max=${1:-4m}
 export UCX_TLS=gpumem_rc,gpumemcpy,ud_verbs

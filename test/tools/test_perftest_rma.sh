@@ -8,6 +8,8 @@
 #   test_perftest_rma.sh BUILDDIR
 set -u
 build=$1
+# On the build's emulated GPUs, as gpumem-emu runs a program
+. "$(dirname "$0")/../emu/emu_env.sh"
 shm=$(mktemp -d /tmp/gpumem-perftest.XXXXXX)
 port=$((20000 + RANDOM % 20000))
 failed=0

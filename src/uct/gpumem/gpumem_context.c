@@ -19,6 +19,7 @@
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 #include <pthread.h>
+#include <string.h>
 
 
 /* Recursive: a fork while it is held (the topology tries a user's XML in a
@@ -160,35 +161,83 @@ static void uct_gpumem_context_destroy(uct_gpumem_context_t *context)
 }
 
 ucs_status_t uct_gpumem_context_choose_driver(
-        uct_gpumem_driver_select_t select,
-        uct_gpumem_driver_select_t *driver_p, char *why_buf, size_t max)
+        const char *name, const gpumem_driver_desc_t **desc_p, char *why_buf,
+        size_t max)
 {
-    const gpumem_driver_desc_t *cuda = gpumem_driver_find("cuda");
-    char no_cuda[200];
+    const gpumem_driver_desc_t *const *desc;
+    char no_gpu[256];
+    size_t length;
 
-    if (select == UCT_GPUMEM_DRIVER_EMU) {
-        ucs_strncpy_zero(why_buf, "UCX_GPUMEM_DRIVER=emu", max);
-        *driver_p = UCT_GPUMEM_DRIVER_EMU;
+    if (strcmp(name, UCT_GPUMEM_DRIVER_AUTO)) {
+        *desc_p = gpumem_driver_find(name);
+        if (*desc_p == NULL) {
+            ucs_error("gpumem: UCX_GPUMEM_DRIVER=%s: no such driver", name);
+            return UCS_ERR_INVALID_PARAM;
+        }
+
+        if (((*desc_p)->probe != NULL) &&
+            ((*desc_p)->probe(no_gpu, sizeof(no_gpu)) != UCS_OK)) {
+            ucs_error("gpumem: UCX_GPUMEM_DRIVER=%s: no GPU: %s", name,
+                      no_gpu);
+            return UCS_ERR_NO_DEVICE;
+        }
+
+        ucs_snprintf_zero(why_buf, max, "UCX_GPUMEM_DRIVER=%s", name);
         return UCS_OK;
     }
 
-    if (cuda->probe(no_cuda, sizeof(no_cuda)) == UCS_OK) {
-        ucs_snprintf_zero(why_buf, max, "UCX_GPUMEM_DRIVER=%s: a CUDA device "
-                          "answers", uct_gpumem_driver_names[select]);
-        *driver_p = UCT_GPUMEM_DRIVER_CUDA;
-        return UCS_OK;
+    /* The drivers of real GPUs, in the table's order; why each has none */
+    why_buf[0] = '\0';
+    for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
+        if ((*desc)->emulated) {
+            continue;
+        }
+
+        if (((*desc)->probe == NULL) ||
+            ((*desc)->probe(no_gpu, sizeof(no_gpu)) == UCS_OK)) {
+            ucs_snprintf_zero(why_buf, max, "UCX_GPUMEM_DRIVER=auto: the "
+                              "GPUs of the %s driver answer", (*desc)->name);
+            *desc_p = *desc;
+            return UCS_OK;
+        }
+
+        length = strlen(why_buf);
+        ucs_snprintf_zero(why_buf + length, max - length, "%s%s: %s",
+                          (length > 0) ? "; " : "", (*desc)->name, no_gpu);
     }
 
-    if (select == UCT_GPUMEM_DRIVER_CUDA) {
-        ucs_error("gpumem: UCX_GPUMEM_DRIVER=cuda: no CUDA device: %s",
-                  no_cuda);
-        return UCS_ERR_NO_DEVICE;
+    return UCS_ERR_NO_DEVICE;
+}
+
+ucs_status_t uct_gpumem_context_query_md_resources(
+        uct_component_t *component, uct_md_resource_desc_t **resources_p,
+        unsigned *num_resources_p)
+{
+    static int no_gpu_said = 0;
+    const gpumem_driver_desc_t *desc;
+    uct_gpumem_settings_t settings;
+    ucs_status_t status;
+    char why[512];
+
+    status = uct_gpumem_settings_read(&settings);
+    if (status == UCS_OK) {
+        status = uct_gpumem_context_choose_driver(settings.driver, &desc, why,
+                                                  sizeof(why));
+        if ((status == UCS_ERR_NO_DEVICE) &&
+            !strcmp(settings.driver, UCT_GPUMEM_DRIVER_AUTO) &&
+            !no_gpu_said) {
+            ucs_info("gpumem: no GPU (%s); UCX_GPUMEM_DRIVER=emu, or "
+                     "'gpumem-emu COMMAND', for emulated GPUs", why);
+            no_gpu_said = 1;
+        }
+        uct_gpumem_settings_release(&settings);
     }
 
-    ucs_snprintf_zero(why_buf, max, "no CUDA device: %s", no_cuda);
-    ucs_info("gpumem: using the emu driver (a software GPU): %s", why_buf);
-    *driver_p = UCT_GPUMEM_DRIVER_EMU;
-    return UCS_OK;
+    if (status != UCS_OK) {
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+    return uct_md_query_single_md_resource(component, resources_p,
+                                           num_resources_p);
 }
 
 /* Opens @a desc on the context's machine with its own settings, read from
@@ -231,7 +280,6 @@ uct_gpumem_context_open(const uct_gpumem_settings_t *settings,
 {
     const gpumem_driver_desc_t *desc;
     gpumem_topo_params_t topo_params;
-    uct_gpumem_driver_select_t driver;
     uct_gpumem_context_t *context;
     ucs_status_t status;
     unsigned i;
@@ -242,17 +290,18 @@ uct_gpumem_context_open(const uct_gpumem_settings_t *settings,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gpumem_context_choose_driver(settings->driver, &driver,
+    status = uct_gpumem_context_choose_driver(settings->driver, &desc,
                                               context->driver_why,
                                               sizeof(context->driver_why));
-    if (status != UCS_OK) {
+    if (status == UCS_ERR_NO_DEVICE) {
+        ucs_debug("gpumem: no GPU: %s", context->driver_why);
+        goto err;
+    } else if (status != UCS_OK) {
         goto err;
     }
 
     /* A driver emulates the machine it is given, or its own built in; the
      * others' GPUs are those of the live machine */
-    desc                   = gpumem_driver_find(
-                                     uct_gpumem_driver_names[driver]);
     topo_params.xml_path   = uct_gpumem_settings_path(settings->topo_xml);
     topo_params.xml_buffer = (topo_params.xml_path == NULL) ?
                              desc->builtin_topology : NULL;

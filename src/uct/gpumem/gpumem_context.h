@@ -11,6 +11,8 @@
 #include "gpumem_settings.h"
 
 #include <uct/gpumem/mem/gpumem_mem.h>
+#include <uct/gpumem/driver/gpumem_drivers.h>
+#include <uct/base/uct_md.h>
 #include <ucs/sys/topo/base/topo.h>
 
 BEGIN_C_DECLS
@@ -41,11 +43,22 @@ void uct_gpumem_context_ref(uct_gpumem_context_t *context);
 
 void uct_gpumem_context_put(uct_gpumem_context_t *context);
 
-/* Which driver @a select comes to on this machine, and why in @a why_buf;
- * UCS_ERR_NO_DEVICE (logged) if cuda was asked for and none answers */
+/* Which driver the setting @a name (UCX_GPUMEM_DRIVER) comes to on this
+ * machine, and why in @a why_buf. "auto" takes the first driver of real
+ * GPUs whose GPUs answer; where none does, UCS_ERR_NO_DEVICE, not logged
+ * (no GPU is no error), with why each has none in @a why_buf. A driver
+ * named whose GPUs do not answer is UCS_ERR_NO_DEVICE, logged. */
 ucs_status_t uct_gpumem_context_choose_driver(
-        uct_gpumem_driver_select_t select,
-        uct_gpumem_driver_select_t *driver_p, char *why_buf, size_t max);
+        const char *name, const gpumem_driver_desc_t **desc_p, char *why_buf,
+        size_t max);
+
+/* The memory domain resources of a component of the GPUs (copy, IPC): one,
+ * or none where the process has no GPU (UCX_GPUMEM_DRIVER=auto on a
+ * machine without one, said at info level with how to ask for emulated
+ * GPUs), as UCX's own CUDA components */
+ucs_status_t uct_gpumem_context_query_md_resources(
+        uct_component_t *component, uct_md_resource_desc_t **resources_p,
+        unsigned *num_resources_p);
 
 /* The GPU whose device addresses hold @a addr, or -1: on the path of every
  * short copy, hence inline */

@@ -15,24 +15,20 @@
 #include <uct/gpumem/util/gpumem_config.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler_def.h>
+#include <string.h>
 
-
-const char *uct_gpumem_driver_names[] = {
-    [UCT_GPUMEM_DRIVER_AUTO] = "auto",
-    [UCT_GPUMEM_DRIVER_CUDA] = "cuda",
-    [UCT_GPUMEM_DRIVER_EMU]  = "emu",
-    [UCT_GPUMEM_DRIVER_LAST] = NULL
-};
 
 static ucs_config_field_t uct_gpumem_settings_table[] = {
-    {"DRIVER", "auto",
-     "The driver of the GPUs:\n"
-     " auto - cuda where libcuda.so.1 opens and a device answers, else emu\n"
-     "        (the reason is logged at info level).\n"
+    {"DRIVER", UCT_GPUMEM_DRIVER_AUTO,
+     "The driver of the GPUs, one of the drivers of this build by name:\n"
+     " auto - the first driver of real GPUs whose GPUs answer (cuda); where\n"
+     "        none does, no device, as UCX's own CUDA transports (why is\n"
+     "        logged at info level).\n"
      " cuda - NVIDIA GPUs through the CUDA driver API; an error where none.\n"
-     " emu  - a software GPU that emulates the machine of TOPO_XML.",
-     ucs_offsetof(uct_gpumem_settings_t, driver),
-     UCS_CONFIG_TYPE_ENUM(uct_gpumem_driver_names)},
+     " emu  - the emulator's software GPUs, emulating the machine of\n"
+     "        TOPO_XML, where the emulator is installed ('gpumem-emu COMMAND'\n"
+     "        runs a program on them).",
+     ucs_offsetof(uct_gpumem_settings_t, driver), UCS_CONFIG_TYPE_STRING},
 
     {"TOPO_XML", "",
      "hwloc XML export of the machine whose GPUs and NICs to use (as written\n"
@@ -83,10 +79,20 @@ static int uct_gpumem_settings_registered = 0;
 ucs_status_t uct_gpumem_settings_read(uct_gpumem_settings_t *settings)
 {
     ucs_status_t status;
+    char names[64];
 
     status = uct_gpumem_config_fill(settings, &uct_gpumem_settings_entry);
     if (status != UCS_OK) {
         return status;
+    }
+
+    if (strcmp(settings->driver, UCT_GPUMEM_DRIVER_AUTO) &&
+        (gpumem_driver_find(settings->driver) == NULL)) {
+        ucs_error("gpumem: UCX_GPUMEM_DRIVER=%s: no such driver in this "
+                  "build (%s)", settings->driver,
+                  gpumem_drivers_names(names, sizeof(names)));
+        uct_gpumem_settings_release(settings);
+        return UCS_ERR_INVALID_PARAM;
     }
 
     if ((settings->mem_type != UCS_MEMORY_TYPE_CUDA) &&
@@ -119,7 +125,7 @@ void uct_gpumem_settings_register(void)
 
     ucs_list_add_tail(&ucs_config_global_list,
                       &uct_gpumem_settings_entry.list);
-    for (desc = gpumem_drivers; *desc != NULL; ++desc) {
+    for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
         if ((*desc)->config_entry != NULL) {
             ucs_list_add_tail(&ucs_config_global_list,
                               &(*desc)->config_entry->list);
@@ -136,7 +142,7 @@ void uct_gpumem_settings_unregister(void)
         return;
     }
 
-    for (desc = gpumem_drivers; *desc != NULL; ++desc) {
+    for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
         if ((*desc)->config_entry != NULL) {
             ucs_list_del(&(*desc)->config_entry->list);
         }

@@ -16,22 +16,13 @@
 
 BEGIN_C_DECLS
 
-/**
- * The driver of the process's GPUs (UCX_GPUMEM_DRIVER).
- */
-typedef enum {
-    UCT_GPUMEM_DRIVER_AUTO = 0,   /* cuda where a device answers, else emu */
-    UCT_GPUMEM_DRIVER_CUDA,
-    UCT_GPUMEM_DRIVER_EMU,
-    UCT_GPUMEM_DRIVER_LAST
-} uct_gpumem_driver_select_t;
-
-/* The values of UCX_GPUMEM_DRIVER, which are the drivers' names */
-extern const char *uct_gpumem_driver_names[];
+/* UCX_GPUMEM_DRIVER's value that takes the first real GPUs that answer */
+#define UCT_GPUMEM_DRIVER_AUTO "auto"
 
 
 typedef struct uct_gpumem_settings {
-    uct_gpumem_driver_select_t driver;
+    char              *driver;      /* UCT_GPUMEM_DRIVER_AUTO, or the name
+                                       of a driver of the table */
     char              *topo_xml;    /* hwloc XML export, "" for the driver's
                                        own machine */
     char              *sysfs_root;  /* Root of sysfs for the facts hwloc

@@ -1,6 +1,6 @@
 /**
  * gpumem tests: which driver UCX_GPUMEM_DRIVER comes to on this machine,
- * and why.
+ * and why; no GPU is no device, as UCX's own CUDA transports.
  *
  * See file LICENSE for terms.
  */
@@ -11,9 +11,15 @@
 
 #include "log_test.h"
 
+#include <common/scoped_env.h>
+
 extern "C" {
 #include <uct/gpumem/gpumem_context.h>
+#include <ucs/debug/memtrack_int.h>
 #include <uct/gpumem/driver/gpumem_drivers.h>
+#include <uct/gpumem/copy/copy_md.h>
+#include <uct/gpumem/ipc/ipc_md.h>
+#include <emu/machine/emu.h>
 #ifdef HAVE_CUDA
 #  include <uct/gpumem/driver/cuda/cuda_driver.h>
 #endif
@@ -37,41 +43,74 @@ protected:
 #endif
         return false;
     }
+
+    /* How many memory domains @a component offers */
+    static unsigned md_resources(uct_component_t *component) {
+        uct_md_resource_desc_t *resources;
+        unsigned count;
+
+        EXPECT_EQ(UCS_OK, uct_gpumem_context_query_md_resources(
+                                  component, &resources, &count));
+        ucs_free(resources);
+        return count;
+    }
 };
 
 TEST_F(driver_select, emu_when_asked) {
-    uct_gpumem_driver_select_t driver;
+    const gpumem_driver_desc_t *desc;
     char why[256];
 
-    ASSERT_EQ(UCS_OK, uct_gpumem_context_choose_driver(UCT_GPUMEM_DRIVER_EMU,
-                                                       &driver, why,
+    ASSERT_EQ(UCS_OK, uct_gpumem_context_choose_driver("emu", &desc, why,
                                                        sizeof(why)));
-    EXPECT_EQ(UCT_GPUMEM_DRIVER_EMU, driver);
+    EXPECT_STREQ("emu", desc->name);
     EXPECT_STREQ("UCX_GPUMEM_DRIVER=emu", why);
 }
 
-TEST_F(driver_select, auto_takes_cuda_else_emu_saying_why) {
-    uct_gpumem_driver_select_t driver;
+/* The emu row is the one the emulator's library exports, which this
+ * program has linked: the table loads it through the interface alone */
+TEST_F(driver_select, the_emu_row_is_the_emulators) {
+    const gpumem_driver_desc_t *desc = gpumem_driver_find("emu");
+
+    ASSERT_TRUE(desc != NULL);
+    EXPECT_TRUE(desc->open == gpumem_emu_driver_desc.open);
+    EXPECT_TRUE(desc->emulated);
+    EXPECT_EQ(NULL, gpumem_driver_find("nosuch"));
+}
+
+TEST_F(driver_select, auto_takes_real_gpus_else_none_saying_why) {
+    const gpumem_driver_desc_t *desc = NULL;
     std::string no_cuda;
     char why[256];
 
-    ASSERT_EQ(UCS_OK, uct_gpumem_context_choose_driver(UCT_GPUMEM_DRIVER_AUTO,
-                                                       &driver, why,
-                                                       sizeof(why)));
+    ucs_status_t status = uct_gpumem_context_choose_driver("auto", &desc, why,
+                                                           sizeof(why));
     if (cuda_answers(&no_cuda)) {
-        EXPECT_EQ(UCT_GPUMEM_DRIVER_CUDA, driver);
+        ASSERT_EQ(UCS_OK, status);
+        EXPECT_STREQ("cuda", desc->name);
         EXPECT_NE(std::string::npos,
-                  std::string(why).find("a CUDA device answers"));
+                  std::string(why).find("the GPUs of the cuda driver answer"));
     } else {
-        EXPECT_EQ(UCT_GPUMEM_DRIVER_EMU, driver);
-        /* The reason names what is missing: the library, cuInit's error
-         * or the device */
-        EXPECT_EQ("no CUDA device: " + no_cuda, std::string(why));
+        /* Never the emulator: no device, and why, the driver named */
+        EXPECT_EQ(UCS_ERR_NO_DEVICE, status);
+        EXPECT_EQ("cuda: " + no_cuda, std::string(why));
     }
 }
 
+TEST_F(driver_select, auto_tries_no_emulated_driver) {
+    unsigned real = 0, emulated = 0;
+
+    for (const gpumem_driver_desc_t *const *desc = gpumem_drivers_list();
+         *desc != NULL; ++desc) {
+        ((*desc)->emulated ? emulated : real)++;
+        EXPECT_EQ(!strcmp((*desc)->name, "emu"), (*desc)->emulated)
+                << (*desc)->name;
+    }
+    EXPECT_EQ(1u, real);
+    EXPECT_EQ(1u, emulated);
+}
+
 TEST_F(driver_select, cuda_without_device_is_an_error) {
-    uct_gpumem_driver_select_t driver;
+    const gpumem_driver_desc_t *desc;
     std::string no_cuda;
     char why[256];
 
@@ -80,42 +119,37 @@ TEST_F(driver_select, cuda_without_device_is_an_error) {
     }
 
     EXPECT_EQ(UCS_ERR_NO_DEVICE,
-              uct_gpumem_context_choose_driver(UCT_GPUMEM_DRIVER_CUDA,
-                                               &driver, why, sizeof(why)));
-    expect_log("UCX_GPUMEM_DRIVER=cuda: no CUDA device: " + no_cuda);
+              uct_gpumem_context_choose_driver("cuda", &desc, why,
+                                               sizeof(why)));
+    expect_log("UCX_GPUMEM_DRIVER=cuda: no GPU: " + no_cuda);
 }
 
-TEST_F(driver_select, names_are_the_config_values) {
-    EXPECT_STREQ("auto", uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_AUTO]);
-    EXPECT_STREQ("cuda", uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_CUDA]);
-    EXPECT_STREQ("emu",  uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_EMU]);
-    EXPECT_EQ(NULL,      uct_gpumem_driver_names[UCT_GPUMEM_DRIVER_LAST]);
+/* The setting's values are the table's names, and "auto" */
+TEST_F(driver_select, a_name_of_no_driver_is_refused_naming_the_drivers) {
+    gpumem_test::scoped_env env("UCX_GPUMEM_DRIVER", "nosuch");
+    uct_gpumem_settings_t settings;
+    char names[64];
+
+    EXPECT_STREQ("auto|cuda|emu", gpumem_drivers_names(names, sizeof(names)));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_gpumem_settings_read(&settings));
+    expect_log("UCX_GPUMEM_DRIVER=nosuch: no such driver in this build "
+               "(auto|cuda|emu)");
 }
 
-/* UCS's enum of the DRIVER setting and the table of drivers are kept in
- * step by hand: each value but "auto" opens a driver of the table, and each
- * driver of the table is a value of the setting */
-TEST_F(driver_select, each_setting_value_names_a_driver_of_the_table) {
-    unsigned i, count = 0;
+/* No GPU gives the GPUs' components no memory domain, as UCX's own CUDA
+ * components on such a machine; emulated GPUs are asked for */
+TEST_F(driver_select, no_gpu_is_no_memory_domain) {
+    gpumem_test::scoped_env env("UCX_GPUMEM_DRIVER", "auto");
+    std::string no_cuda;
 
-    for (i = 0; i < UCT_GPUMEM_DRIVER_LAST; ++i) {
-        if (i == UCT_GPUMEM_DRIVER_AUTO) {
-            continue;
-        }
-        const gpumem_driver_desc_t *desc =
-                gpumem_driver_find(uct_gpumem_driver_names[i]);
-        ASSERT_TRUE(desc != NULL) << uct_gpumem_driver_names[i];
-        EXPECT_STREQ(uct_gpumem_driver_names[i], desc->name);
+    if (cuda_answers(&no_cuda)) {
+        GTEST_SKIP() << "a CUDA device answers on this machine";
     }
 
-    for (i = 0; gpumem_drivers[i] != NULL; ++i, ++count) {
-        bool named = false;
-        for (unsigned j = 0; j < UCT_GPUMEM_DRIVER_LAST; ++j) {
-            named |= !strcmp(gpumem_drivers[i]->name,
-                             uct_gpumem_driver_names[j]);
-        }
-        EXPECT_TRUE(named) << gpumem_drivers[i]->name
-                           << " is no value of UCX_GPUMEM_DRIVER";
-    }
-    EXPECT_GT(count, 0u);
+    EXPECT_EQ(0u, md_resources(&uct_gpumem_component));
+    EXPECT_EQ(0u, md_resources(&uct_gpumem_ipc_component.super));
+
+    env.set("UCX_GPUMEM_DRIVER", "emu");
+    EXPECT_EQ(1u, md_resources(&uct_gpumem_component));
+    EXPECT_EQ(1u, md_resources(&uct_gpumem_ipc_component.super));
 }

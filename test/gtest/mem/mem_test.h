@@ -12,7 +12,7 @@
 
 extern "C" {
 #include <uct/gpumem/mem/gpumem_mem.h>
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 #include <ucs/sys/sys.h>
 }
 

@@ -11,7 +11,7 @@
 
 extern "C" {
 #include <uct/gpumem/topo/topo.h>
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 }
 
 #include <fstream>

@@ -362,7 +362,7 @@ UCT_GPUMEM_RKEY_UNPACK_DEFINE(uct_gpumem_rkey_unpack,
 
 uct_component_t uct_gpumem_component = {
     .name               = "gpumem",
-    .query_md_resources = uct_md_query_single_md_resource,
+    .query_md_resources = uct_gpumem_context_query_md_resources,
     .md_open            = uct_gpumem_md_open,
     .cm_open            = uct_gpumem_component_cm_open_unsupported,
     .rkey_unpack        = uct_gpumem_rkey_unpack,

@@ -3,6 +3,10 @@
  * it is probed and opened and its own settings, so that the layers above
  * choose and open a driver by name and see none of a driver's types.
  *
+ * A row is the plugin's own (cuda), or a library's that the table loads
+ * through this interface alone: the emulator's (emu), where it is built,
+ * exports its row as GPUMEM_EMU_DRIVER_SYMBOL from GPUMEM_EMU_LIBRARY.
+ *
  * See file LICENSE for terms.
  */
 
@@ -14,8 +18,17 @@
 
 BEGIN_C_DECLS
 
+/* The emulator's library, and the name of the row it exports */
+#define GPUMEM_EMU_LIBRARY       "libgpumem_emu.so.0"
+#define GPUMEM_EMU_DRIVER_SYMBOL "gpumem_emu_driver_desc"
+
+
 typedef struct gpumem_driver_desc {
     const char                     *name;   /* As UCX_GPUMEM_DRIVER names it */
+
+    /* Whether its GPUs are software ones: "auto" never takes it, a user
+     * asks for it by name */
+    int                            emulated;
 
     /* Whether the driver finds GPUs on this machine: UCS_OK, or a status
      * and why not in @a why_buf, in one phrase; nothing is logged */
@@ -38,11 +51,16 @@ typedef struct gpumem_driver_desc {
 
 /* The drivers, in the order "auto" tries them, NULL-terminated: cuda
  * (where cuda.h was found at build time; its probe says so otherwise),
- * then the emu, which is always there */
-extern const gpumem_driver_desc_t *const gpumem_drivers[];
+ * then emu where the emulator is built (its library loaded on the first
+ * call; where it cannot be, a row whose probe says why) */
+const gpumem_driver_desc_t *const *gpumem_drivers_list(void);
 
 /* The driver of that name, or NULL */
 const gpumem_driver_desc_t *gpumem_driver_find(const char *name);
+
+/* The names of the drivers, and "auto" first, as UCX_GPUMEM_DRIVER takes
+ * them: "auto|cuda|emu" */
+const char *gpumem_drivers_names(char *buf, size_t max);
 
 END_C_DECLS
 

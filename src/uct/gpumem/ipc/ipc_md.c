@@ -421,7 +421,7 @@ uct_gpumem_ipc_rkey_release(uct_component_t *uct_component, uct_rkey_t rkey,
 uct_gpumem_ipc_component_t uct_gpumem_ipc_component = {
     .super = {
         .name               = UCT_GPUMEM_IPC_COMPONENT_NAME,
-        .query_md_resources = uct_md_query_single_md_resource,
+        .query_md_resources = uct_gpumem_context_query_md_resources,
         .md_open            = uct_gpumem_ipc_md_open,
         .cm_open            = uct_gpumem_component_cm_open_unsupported,
         .rkey_unpack        = uct_gpumem_ipc_rkey_unpack,

@@ -115,11 +115,11 @@ for scheme in get_zcopy put_zcopy; do
         -t tag_bw -m cuda,cuda -s 4194304 -n 50
 done
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 if (cd "$work" &&
     "$top/contrib/ucx-gtest.sh" --cuda "$cuda_dir" \
         --nvml "$nvml_dir" \
-        --nvml-lib "$build/src/uct/gpumem/driver/emu/nvml/.libs" "$ucx_src" "$prefix/bin/ucx_info" "$prefix/lib" none \
+        --nvml-lib "$build/emu/.libs" "$ucx_src" "$prefix/bin/ucx_info" "$prefix/lib" none \
         "$build/test/ucx-cuda-gtest"); then
     echo "PASS: UCX's googletest families of its CUDA transports"
 else

@@ -24,22 +24,22 @@ fi
 # The emulated runtime under a program built against the toolkit's, and
 # the emulated NVML against the emulated CUDA: on the run's machine, and
 # on one whose GPUs pair by NVLink
-if [ -x "$build/test/emu-cuda/emu_cudart_test" ]; then
-    "$build/test/emu-cuda/emu_cudart_test" || failed=1
+if [ -x "$build/test/emu/cuda/emu_cudart_test" ]; then
+    "$build/test/emu/cuda/emu_cudart_test" || failed=1
 else
     echo "SKIP: the emulated CUDA runtime (no cuda_runtime_api.h at configure time)"
 fi
-if [ -x "$build/test/emu-cuda/emu_nvml_test" ]; then
-    "$build/test/emu-cuda/emu_nvml_test" 0 || failed=1
-    UCX_GPUMEM_TOPO_XML=$(dirname "$0")/../topologies/hwloc-power8-minsky-4xP100-nvlink.xml \
+if [ -x "$build/test/emu/cuda/emu_nvml_test" ]; then
+    "$build/test/emu/cuda/emu_nvml_test" 0 || failed=1
+    UCX_GPUMEM_TOPO_XML=$(dirname "$0")/../../topologies/hwloc-power8-minsky-4xP100-nvlink.xml \
     UCX_GPUMEM_TOPO_FACTS= UCX_GPUMEM_EMU_SHM_DIR=$work/shm-nvlink \
-        "$build/test/emu-cuda/emu_nvml_test" 1 || failed=1
+        "$build/test/emu/cuda/emu_nvml_test" 1 || failed=1
 else
     echo "SKIP: the emulated NVML (no nvml.h at configure time: contrib/setup.sh fetches it)"
 fi
 
 # ucx_perftest's RMA between two processes, on the same GPUs
-if ! bash "$(dirname "$0")/../tools/test_perftest_rma.sh" "$build"; then
+if ! bash "$(dirname "$0")/../../tools/test_perftest_rma.sh" "$build"; then
     failed=1
 fi
 exit $failed

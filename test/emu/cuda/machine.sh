@@ -9,14 +9,13 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 
 mkdir "$work/shm" "$work/shm-nvlink" "$work/machine"
-if ! "$build/test/emu-cuda/emu_cuda_machine" "$work/machine.xml" \
+if ! "$build/test/emu/cuda/emu_cuda_machine" "$work/machine.xml" \
          "$work/machine.facts" "$work/machine"; then
     echo "FAIL: cannot write the emulated machine"
     return 1
 fi
 
-emu=$build/src/uct/gpumem/driver/emu
-export LD_LIBRARY_PATH=$emu/cuda/.libs:$emu/cudart/.libs:$emu/nvml/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$build/emu/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export UCX_GPUMEM_TOPO_XML=$work/machine.xml
 export UCX_GPUMEM_TOPO_FACTS=$work/machine.facts
 export UCX_GPUMEM_SYSFS_ROOT=/nonexistent

@@ -8,7 +8,7 @@
 #ifndef GPUMEM_EMU_CUDA_TEST_H_
 #define GPUMEM_EMU_CUDA_TEST_H_
 
-#include "log_test.h"
+#include <driver/log_test.h>
 
 #include <cuda.h>
 

@@ -11,7 +11,7 @@
 
 #include "emu_cuda.h"
 
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 #include <ucs/config/parser.h>
 #include <ucs/debug/memtrack_int.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 
 #include <ucs/sys/string.h>
 #include <stdio.h>

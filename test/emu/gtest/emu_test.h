@@ -14,7 +14,7 @@
 #include <common/temp_dir.h>
 
 extern "C" {
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 #include <ucs/debug/log_def.h>
 }
 

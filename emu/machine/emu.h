@@ -1,6 +1,9 @@
 /**
- * gpumem emu driver: a software GPU, the embedded default where no real GPU
- * is present. Named as such everywhere it appears.
+ * gpumem emulator: the emulated machine, software GPUs that implement the
+ * plugin's driver interface at the level seed 003 speaks of (page tables,
+ * VRAM, BAR, bus, a copy engine). The plugin takes it as its emu driver,
+ * by name only (UCX_GPUMEM_DRIVER=emu), through the row this library
+ * exports (gpumem_emu_driver_desc); the emulated CUDA libraries are made of it.
  *
  * See file LICENSE for terms.
  */
@@ -8,7 +11,7 @@
 #ifndef GPUMEM_EMU_H_
 #define GPUMEM_EMU_H_
 
-#include <uct/gpumem/driver/gpumem_driver.h>
+#include <uct/gpumem/driver/gpumem_drivers.h>
 #include <ucs/config/parser.h>
 
 BEGIN_C_DECLS
@@ -25,6 +28,10 @@ typedef struct gpumem_emu_config {
                                (VRAM itself is a memfd); NULL: the default */
     size_t     copy_inline_max; /* Copies up to this size complete inline */
 } gpumem_emu_config_t;
+
+/* The emu driver's row of the plugin's table of drivers, which the plugin
+ * loads from this library (GPUMEM_EMU_DRIVER_SYMBOL) */
+extern const gpumem_driver_desc_t gpumem_emu_driver_desc;
 
 /* The settings' table (UCX_GPUMEM_EMU_*), for UCS's global list */
 extern ucs_config_global_list_entry_t gpumem_emu_config_entry;

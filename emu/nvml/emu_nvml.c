@@ -21,7 +21,7 @@
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
 
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 #include <uct/gpumem/topo/topo.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 
 #include "emu_cuda.h"
 
-#include <uct/gpumem/driver/emu/emu.h>
+#include <emu/machine/emu.h>
 
 #include <ucs/sys/string.h>
 #include <string.h>

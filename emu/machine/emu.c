@@ -340,3 +340,19 @@ ucs_status_t gpumem_emu_open(const gpumem_emu_config_t *config,
     *driver_p = &driver->super;
     return UCS_OK;
 }
+
+static ucs_status_t gpumem_emu_driver_open(const void *config,
+                                           gpumem_topo_t *topo,
+                                           gpumem_driver_t **driver_p)
+{
+    return gpumem_emu_open(config, topo, driver_p);
+}
+
+const gpumem_driver_desc_t gpumem_emu_driver_desc = {
+    .name             = "emu",
+    .emulated         = 1,
+    .probe            = NULL,
+    .open             = gpumem_emu_driver_open,
+    .builtin_topology = gpumem_emu_builtin_topology,
+    .config_entry     = &gpumem_emu_config_entry
+};
