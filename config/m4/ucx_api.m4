@@ -1,7 +1,7 @@
 # GPUMEM_CHECK_UCX_API: what the internal UCX API the plugin is built against
 # looks like, probed from its headers (what the API is, not which version
 # number it carries). Each answer is a HAVE_* define that only
-# src/uct/gpumem/base/gpumem_compat.{h,c} reads.
+# src/uct/gpumem/compat/gpumem_compat.{h,c} reads.
 
 # GPUMEM_UCX_PROBE(DEFINE, WHAT, INCLUDES, BODY): compiles BODY after
 # INCLUDES against UCX's headers; defines DEFINE when it compiles.

@@ -22,7 +22,7 @@
 #include "copy/copy_iface.h"
 #include "ipc/ipc_iface.h"
 #include "rc/rc_iface.h"
-#include "base/gpumem_abi.h"
+#include "compat/gpumem_abi.h"
 
 #include <uct/base/uct_component.h>
 #include <ucs/debug/log.h>

@@ -7,7 +7,7 @@
 #include <common/gpumem_test.h>
 
 extern "C" {
-#include <uct/gpumem/base/gpumem_abi.h>
+#include <uct/gpumem/compat/gpumem_abi.h>
 }
 
 

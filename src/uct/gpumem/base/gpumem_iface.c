@@ -10,7 +10,7 @@
 #endif
 
 #include "gpumem_iface.h"
-#include "gpumem_compat.h"
+#include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "gpumem_iface_params.h"
 

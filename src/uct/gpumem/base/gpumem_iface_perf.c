@@ -9,7 +9,7 @@
 #endif
 
 #include "gpumem_iface_perf.h"
-#include "gpumem_compat.h"
+#include <uct/gpumem/compat/gpumem_compat.h>
 
 #include <ucs/sys/math.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #endif
 
 #include "copy_ep.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>

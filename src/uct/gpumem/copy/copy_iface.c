@@ -18,7 +18,7 @@
 #endif
 
 #include "copy_iface.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "copy_ep.h"
 

@@ -11,7 +11,7 @@
 #endif
 
 #include "copy_md.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <uct/gpumem/mem/gpumem_nic.h>

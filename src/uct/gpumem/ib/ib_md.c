@@ -11,7 +11,7 @@
 #endif
 
 #include "ib_md.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 #include "ib_access.h"
 
 #include <uct/gpumem/gpumem_context.h>

@@ -13,7 +13,7 @@
 #endif
 
 #include "ipc_ep.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 
 #include <ucs/debug/log.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 #endif
 
 #include "ipc_md.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "ipc_reach.h"
 

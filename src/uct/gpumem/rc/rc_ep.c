@@ -17,7 +17,7 @@
 #endif
 
 #include "rc_ep.h"
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/arch/atomic.h>

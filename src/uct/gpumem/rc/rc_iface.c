@@ -17,7 +17,7 @@
 
 #include "rc_iface.h"
 #include <uct/gpumem/base/gpumem_iface_params.h>
-#include <uct/gpumem/base/gpumem_compat.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "rc_ep.h"
 
