@@ -12,8 +12,8 @@
 #include <gpumem/gpumem.h>
 
 #include <uct/gpumem/gpumem_context.h>
-#include <uct/gpumem/ipc/ipc_cache.h>
-#include <uct/gpumem/rc/rc_ep.h>
+#include <uct/gpumem/ipc/ipc_stats.h>
+#include <uct/gpumem/rc/rc_stats.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucm/gpumem/ucm_gpumem.h>
 #include <ucs/datastruct/khash.h>

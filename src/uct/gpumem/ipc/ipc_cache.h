@@ -9,6 +9,7 @@
 #define UCT_GPUMEM_IPC_CACHE_H_
 
 #include "ipc_key.h"
+#include "ipc_stats.h"
 
 #include <uct/gpumem/gpumem_context.h>
 #include <ucs/time/time.h>
@@ -33,23 +34,6 @@ BEGIN_C_DECLS
  */
 typedef struct uct_gpumem_ipc_cache       uct_gpumem_ipc_cache_t;
 typedef struct uct_gpumem_ipc_cache_entry uct_gpumem_ipc_cache_entry_t;
-
-
-/**
- * What the process's IPC transport did and holds, for tests and diagnostics.
- */
-typedef struct uct_gpumem_ipc_stats {
-    uint64_t unpacks;    /* Keys that came to the cache */
-    uint64_t hits;       /* ... whose memory was mapped already */
-    uint64_t imports;    /* Mappings made, on any GPU */
-    uint64_t stale;      /* Entries dropped: address reused or owner gone */
-    uint64_t evicted;    /* Idle entries dropped past the limit */
-    uint64_t entries;    /* Entries now */
-    uint64_t idle;       /* ... of which idle */
-    uint64_t puts;       /* Operations posted: zcopy, short, bcopy */
-    uint64_t gets;
-    uint64_t bytes;      /* ... and the bytes they moved */
-} uct_gpumem_ipc_stats_t;
 
 
 /**
@@ -107,12 +91,6 @@ ucs_status_t uct_gpumem_ipc_cache_map(uct_gpumem_ipc_cache_t *cache,
 
 /* Counts an operation of @a length bytes */
 void uct_gpumem_ipc_stats_count_op(int is_put, size_t length);
-
-/**
- * The process's statistics. Counters grow from the plugin's load; entries
- * and idle are those of the cache now (0 when none is open).
- */
-void uct_gpumem_ipc_stats(uct_gpumem_ipc_stats_t *stats);
 
 END_C_DECLS
 

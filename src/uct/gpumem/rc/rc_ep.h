@@ -9,6 +9,7 @@
 #define UCT_GPUMEM_RC_EP_H_
 
 #include "rc_iface.h"
+#include "rc_stats.h"
 
 #include <ucs/type/class.h>
 
@@ -58,10 +59,6 @@ UCS_CLASS_DECLARE_NEW_FUNC(uct_gpumem_rc_ep_t, uct_ep_t,
  * UCS_ERR_IO_ERROR: the rest.
  */
 ucs_status_t uct_gpumem_rc_wc_status(enum ibv_wc_status wc_status);
-
-/* Bytes the process's gpumem_rc endpoints posted in RDMA writes and reads
- * so far, from the plugin's load (gpumem_rc_bytes) */
-uint64_t uct_gpumem_rc_bytes(void);
 
 
 /* Give a polled completion to the operation it ends */
