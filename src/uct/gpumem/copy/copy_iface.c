@@ -479,8 +479,9 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_copy_iface_t, uct_md_h md,
     }
 
     self->id           = uct_gpumem_copy_process_id();
-    self->check_bounds = !!(self->super.context->driver->ops->flags &
-                            GPUMEM_DRIVER_FLAG_COPY_UNCHECKED);
+    /* One engine serves as all, as for the estimates */
+    self->check_bounds = !gpumem_copy_engine_checks_bounds(
+                                 self->super.context->gpus[0]);
     uct_gpumem_copy_iface_set_estimates(self, config);
     return UCS_OK;
 }

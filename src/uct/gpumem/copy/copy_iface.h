@@ -69,8 +69,9 @@ typedef struct uct_gpumem_copy_iface {
     uct_gpumem_copy_iface_addr_t id;  /* Its process's: every interface of
                                          the process reaches the same
                                          virtual addresses */
-    int                          check_bounds; /* The driver's engine does
-                                                  not (COPY_UNCHECKED) */
+    int                          check_bounds; /* The engine catches no
+                                                  copy past an allocation's
+                                                  end itself */
 } uct_gpumem_copy_iface_t;
 
 

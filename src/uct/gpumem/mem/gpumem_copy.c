@@ -21,6 +21,11 @@ void gpumem_copy_engine_perf(const gpumem_gpu_t *gpu, gpumem_copy_perf_t *perf)
     perf->shared    = ops->copy_shared;
 }
 
+int gpumem_copy_engine_checks_bounds(const gpumem_gpu_t *gpu)
+{
+    return !(gpu->driver->ops->flags & GPUMEM_DRIVER_FLAG_COPY_UNCHECKED);
+}
+
 ucs_status_t gpumem_copy(gpumem_gpu_t *gpu, uint64_t dst, int dst_dev,
                          uint64_t src, int src_dev, size_t size,
                          gpumem_copy_t *copy)

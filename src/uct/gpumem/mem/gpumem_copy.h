@@ -41,6 +41,13 @@ typedef struct gpumem_copy_perf {
 
 void gpumem_copy_engine_perf(const gpumem_gpu_t *gpu, gpumem_copy_perf_t *perf);
 
+/**
+ * Whether the engine of @a gpu catches a copy past the end of an allocation
+ * itself. Where it does not (CUDA's: a copy that faults ends the context),
+ * the transports check each copy's bounds before they give it.
+ */
+int gpumem_copy_engine_checks_bounds(const gpumem_gpu_t *gpu);
+
 
 /**
  * Gives @a size bytes from @a src to @a dst to the engine of @a gpu; a side
