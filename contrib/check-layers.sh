@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Checks the layers of src/uct/gpumem (DESIGN.md), lowest first: utilities
-# (UCS's helpers), topology, drivers, memory core, registration, UCT glue. Data flows down: a layer
-# calls and includes only itself and the layers below it.
+# (UCS's helpers), topology, drivers, memory core, registration, the UCX
+# compatibility shim, the context (the process's GPUs and their settings),
+# the interface base, the transports and their domains (copy, ipc, ib, rc),
+# the public calls and the component. Data flows down: a layer calls and
+# includes only itself and the layers below it, and every file of the
+# plugin is in one layer.
 #
 #  - link: each layer's convenience library is linked into a shared object
 #    with only the layers below it and the outside libraries, with every
-#    symbol defined (-z defs), so that a call to a higher layer fails;
+#    symbol defined (-z defs), so that a call to a higher layer, or from a
+#    transport to another, fails;
 #  - cycles: no two files of a driver call each other, directly or around a
 #    loop (its ops-table file uses the others, and none uses it);
-#  - include: no file of a layer includes a header of a higher one; the
-#    memory core and the UCT glue include no driver's own header, only the
-#    interface of every driver and the table of drivers.
+#  - include: no file of a layer includes a header of a higher one; above
+#    the memory core no file includes a driver's own header, only the
+#    context the interface of every driver and the table of drivers, and the
+#    transports no driver header at all; a transport includes of another
+#    only the header meant for it (rc the domains of ib, the public calls
+#    the counters); an internal header (*_int.h) is its directory's own.
 #
 # --self-test first shows that each check fails on a deliberately wrong
 # call and include, so that a check that cannot fail is not taken for one
@@ -40,27 +48,83 @@ if [ -z "$srcdir" ] || [ -z "$libdir" ] || [ -z "$cc" ]; then
     exit 2
 fi
 
-# The layers below the UCT glue, lowest first, and what each may use
-layers="util topo driver mem reg"
+# The layers with a convenience library, lowest first, and what each may
+# link with, highest first; the component, the top, is libuct_gpumem itself,
+# which its build links with every symbol defined
+layers="util topo driver mem reg compat context base copy ipc ib rc api"
 declare -A below=(
     [util]=""
     [topo]="util"
     [driver]="topo util"
     [mem]="driver topo util"
     [reg]="util"
+    [compat]="util"
+    [context]="compat mem driver topo util"
+    [base]="context compat mem driver topo util"
+    [copy]="base context compat mem driver topo util"
+    [ipc]="base context compat mem driver topo util"
+    [ib]="context compat reg mem driver topo util"
+    [rc]="ib base context compat reg mem driver topo util"
+    [api]="ipc rc ib base context compat reg mem driver topo util"
 )
+all_layers="$layers component"
+
+# The files of a layer: its directory, but for the layers at the top of
+# src/uct/gpumem, named here
+declare -A layer_files=(
+    [context]="gpumem_context.c gpumem_context.h gpumem_settings.c
+               gpumem_settings.h"
+    [component]="gpumem_component.c gpumem_component.h"
+)
+
 # What the files of each layer may include of src/uct/gpumem, as paths
-# (a prefix ending in / is a directory)
+# (a prefix ending in / is a directory). The memory core and the layers it
+# stands on are the glue's to include, but no driver: the context alone
+# opens one, through the table of drivers. base/gpumem_compat.h stands for
+# the shim where files of the context still name it there.
+context_h="gpumem_context.h gpumem_settings.h"
 declare -A includes=(
     [util]="util/"
     [topo]="topo/ util/"
     [driver]="driver/ topo/ util/"
     [mem]="mem/ driver/gpumem_driver.h topo/ util/"
     [reg]="reg/ util/"
+    [compat]="compat/ util/"
+    [context]="$context_h base/gpumem_compat.h compat/ mem/
+               driver/gpumem_driver.h driver/gpumem_drivers.h topo/ util/"
+    [base]="base/ $context_h compat/ mem/ topo/ util/"
+    [copy]="copy/ base/ $context_h compat/ mem/ topo/ util/"
+    [ipc]="ipc/ base/ $context_h compat/ mem/ topo/ util/"
+    [ib]="ib/ $context_h compat/ reg/ mem/ topo/ util/"
+    [rc]="rc/ ib/ib_md.h base/ $context_h compat/ reg/ mem/ topo/ util/"
+    [api]="api/ ipc/ipc_stats.h rc/rc_stats.h $context_h compat/ mem/ topo/
+           util/"
+    [component]="gpumem_component.h copy/ ipc/ ib/ rc/ base/ $context_h
+                 compat/ reg/ mem/ topo/ util/"
 )
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# The self-test's wrong includes: the file, its include line, what it is
+cat > "$work/wrong-includes" <<'EOF'
+mem/wrong.c|<uct/gpumem/driver/emu/emu.h>|mem including a driver's own header
+copy/wrong.c|"../driver/emu/emu.h"|copy including a driver's own header
+topo/wrong.c|"../gpumem_context.h"|topo including the context
+mem/wrong.c|<uct/gpumem/copy/copy_ep.h>|mem including the copy transport
+compat/wrong.c|<uct/gpumem/gpumem_context.h>|compat including the context
+gpumem_settings.c|<uct/gpumem/base/gpumem_iface.h>|the context including base
+base/wrong.c|<uct/gpumem/copy/copy_iface.h>|base including a transport
+copy/wrong.c|<uct/gpumem/driver/gpumem_driver.h>|copy including the driver
+copy/wrong.c|<uct/gpumem/ipc/ipc_iface.h>|copy including ipc's own header
+ipc/wrong.c|<uct/gpumem/rc/rc_ep.h>|ipc including rc's own header
+ib/wrong.c|<uct/gpumem/rc/rc_iface.h>|ib including the rc transport
+rc/wrong.c|<uct/gpumem/ib/ib_device.h>|rc including ib's own header
+api/wrong.c|<uct/gpumem/ipc/ipc_cache.h>|api including ipc's own header
+ipc/wrong.c|<uct/gpumem/mem/gpumem_mem_int.h>|ipc including mem's _int.h
+gpumem_component.c|"driver/emu/emu.h"|the component including emu's header
+wrong/wrong.c|<stddef.h>|a file in no layer
+EOF
 
 # Links layer $1 from archive $2 (and the objects after it) with the layers
 # below it; prints the linker's complaint and fails where a symbol is not
@@ -136,44 +200,60 @@ includes_of() {
     done
 }
 
+# The layer of file $1, a path under src/uct/gpumem; nothing where it is
+# in none
+layer_of() {
+    local file=$1 layer name
+    for layer in $all_layers; do
+        if [ -z "${layer_files[$layer]+set}" ]; then
+            case "$file" in "$layer"/*) echo "$layer"; return ;; esac
+        else
+            for name in ${layer_files[$layer]}; do
+                [ "$file" = "$name" ] && { echo "$layer"; return; }
+            done
+        fi
+    done
+}
+
 # Whether the includes of the files under $1 keep to their layers; prints
 # each that does not
 check_includes() {
-    local root=$1 layer file path allowed ok bad=0 dir files=0
-    for layer in $layers; do
-        if [ ! -d "$root/$layer" ]; then
+    local root=$1 layer file rel path allowed ok bad=0 files=0
+    for layer in $all_layers; do
+        if [ -z "${layer_files[$layer]+set}" ] && [ ! -d "$root/$layer" ]; then
             echo "check-layers: no $root/$layer: not the plugin's sources"
             return 1
         fi
-        while IFS= read -r file; do
-            files=$((files + 1))
-            while IFS= read -r path; do
-                case "$path" in =*) continue ;; esac
-                ok=0
-                for allowed in ${includes[$layer]}; do
-                    case "$path" in "$allowed"*) ok=1 ;; esac
-                done
-                if [ "$ok" -eq 0 ]; then
-                    echo "check-layers: ${file#"$root"/} ($layer) includes" \
-                         "$path, of a higher layer"
-                    bad=1
-                fi
-            done < <(includes_of "$root" "$file")
-        done < <(find "$root/$layer" -name '*.[ch]' | sort)
     done
 
-    # The UCT glue: every other file; it may include all but a driver's own
     while IFS= read -r file; do
-        dir=${file#"$root"/}
-        dir=${dir%%/*}
-        case " $layers " in *" $dir "*) continue ;; esac
+        rel=${file#"$root"/}
         files=$((files + 1))
+        layer=$(layer_of "$rel")
+        if [ -z "$layer" ]; then
+            echo "check-layers: $rel is in no layer"
+            bad=1
+            continue
+        fi
         while IFS= read -r path; do
+            case "$path" in =*) continue ;; esac
+            ok=0
+            for allowed in ${includes[$layer]}; do
+                case "$path" in "$allowed"*) ok=1 ;; esac
+            done
+            if [ "$ok" -eq 0 ]; then
+                echo "check-layers: $rel ($layer) includes $path, which" \
+                     "$layer may not"
+                bad=1
+            fi
+            # What a directory keeps to itself
             case "$path" in
-            driver/*/*)
-                echo "check-layers: ${file#"$root"/} (UCT glue) includes" \
-                     "$path, a driver's own header"
-                bad=1 ;;
+            *_int.h)
+                if [ "$(dirname "$path")" != "$(dirname "$rel")" ]; then
+                    echo "check-layers: $rel ($layer) includes $path, the" \
+                         "internal header of another directory"
+                    bad=1
+                fi ;;
             esac
         done < <(includes_of "$root" "$file")
     done < <(find "$root" -name '*.[ch]' | sort)
@@ -186,53 +266,68 @@ check_includes() {
 }
 
 if [ "$self_test" -eq 1 ]; then
-    # A call from the topology to the UCT glue, which must not link
-    cat > "$work/wrong.c" <<'EOF'
-#include <uct/gpumem/gpumem_context.h>
-void gpumem_topo_check_layers_wrong(void)
-{
-    uct_gpumem_context_put(NULL);
-}
+    # Calls up the layers or across the transports, which must not link:
+    # the layer that calls, the function it calls, and what that is
+    while IFS='|' read -r layer func what; do
+        printf '%s\n' "void $func(void);" \
+               "void gpumem_check_layers_wrong(void)" "{" "    $func();" "}" \
+               > "$work/wrong.c"
+        $cc -fPIC -c -o "$work/wrong.o" "$work/wrong.c"
+        if link_layer "$layer" "$libdir/libgpumem_$layer.a" "$work/wrong.o" \
+                > "$work/self.log"; then
+            echo "check-layers: self-test: $what linked" >&2
+            exit 1
+        fi
+        grep -q "$func" "$work/self.log" || {
+            echo "check-layers: self-test: $what: the wrong call was not" \
+                 "named:" >&2
+            cat "$work/self.log" >&2
+            exit 1
+        }
+        echo "check-layers: self-test: $what fails to link"
+    done <<'EOF'
+topo|uct_gpumem_context_put|a call from topo to the context
+compat|uct_gpumem_context_put|a call from compat to the context
+context|uct_gpumem_ep_fence|a call from the context to base
+base|uct_gpumem_copy_ep_put_short|a call from base to the copy transport
+copy|uct_gpumem_ipc_stats|a call from the copy transport to ipc
+ib|uct_gpumem_rc_bytes|a call from the ib domains to the rc transport
+api|uct_gpumem_copy_ep_put_short|a call from api to the copy transport
 EOF
-    $cc -fPIC -c -o "$work/wrong.o" "$work/wrong.c"
-    if link_layer topo "$libdir/libgpumem_topo.a" "$work/wrong.o" \
-            > "$work/self.log"; then
-        echo "check-layers: self-test: a call from topo to the UCT glue" \
-             "linked" >&2
-        exit 1
-    fi
-    grep -q "uct_gpumem_context_put" "$work/self.log" || {
-        echo "check-layers: self-test: the wrong call was not named:" >&2
+
+    # Wrong includes, each in a tree of the layers' directories that passes
+    # without it; a quoted name is resolved from the file's directory, as
+    # the compiler does
+    for layer in $all_layers driver/emu; do
+        [ -n "${layer_files[$layer]+set}" ] || mkdir -p "$work/src/$layer"
+    done
+    while IFS='|' read -r file inc what; do
+        target=${inc#?}
+        target=${target%?}
+        target=${target#uct/gpumem/}
+        target=${target#../}
+        case "$target" in */*|gpumem_*) touch "$work/src/$target" ;; esac
+    done < "$work/wrong-includes"
+    if ! check_includes "$work/src" > "$work/self.log"; then
+        echo "check-layers: self-test: the tree without a wrong include" \
+             "fails:" >&2
         cat "$work/self.log" >&2
         exit 1
-    }
+    fi
+    while IFS='|' read -r file inc what; do
+        mkdir -p "$(dirname "$work/src/$file")"
+        printf '#include %s\n' "$inc" > "$work/src/$file"
+        if check_includes "$work/src" > "$work/self.log" ||
+           ! grep -qF "$file" "$work/self.log"; then
+            echo "check-layers: self-test: $what ($file: #include $inc)" \
+                 "passed:" >&2
+            cat "$work/self.log" >&2
+            exit 1
+        fi
+        echo "check-layers: self-test: $what fails"
+        rm "$work/src/$file"
+    done < "$work/wrong-includes"
 
-    # The memory core, and a transport, including a driver's own header,
-    # by its full name and by a relative one
-    for layer in $layers copy driver/emu; do
-        mkdir -p "$work/src/$layer"
-    done
-    touch "$work/src/driver/emu/emu.h" "$work/src/gpumem_context.h"
-    printf '#include <uct/gpumem/driver/emu/emu.h>\n' > "$work/src/mem/wrong.c"
-    if check_includes "$work/src" > "$work/self.log"; then
-        echo "check-layers: self-test: mem including driver/emu/emu.h" \
-             "passed" >&2
-        exit 1
-    fi
-    rm "$work/src/mem/wrong.c"
-    printf '#include "../driver/emu/emu.h"\n' > "$work/src/copy/wrong.c"
-    if check_includes "$work/src" > "$work/self.log"; then
-        echo "check-layers: self-test: copy including ../driver/emu/emu.h" \
-             "passed" >&2
-        exit 1
-    fi
-    rm "$work/src/copy/wrong.c"
-    printf '#include "../gpumem_context.h"\n' > "$work/src/topo/wrong.c"
-    if check_includes "$work/src" > "$work/self.log"; then
-        echo "check-layers: self-test: topo including ../gpumem_context.h" \
-             "passed" >&2
-        exit 1
-    fi
     # Two objects calling each other
     printf 'void gpumem_check_layers_a(void);\nvoid gpumem_check_layers_b(void) { gpumem_check_layers_a(); }\n' \
         > "$work/b.c"
@@ -248,8 +343,7 @@ EOF
         cat "$work/self.log" >&2
         exit 1
     fi
-    echo "check-layers: self-test: a wrong call, wrong includes and a loop" \
-         "of calls fail"
+    echo "check-layers: self-test: two objects calling each other fail"
 fi
 
 status=0
