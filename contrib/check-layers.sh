@@ -80,8 +80,8 @@ declare -A layer_files=(
 # What the files of each layer may include of src/uct/gpumem, as paths
 # (a prefix ending in / is a directory). The memory core and the layers it
 # stands on are the glue's to include, but no driver: the context alone
-# opens one, through the table of drivers. base/gpumem_compat.h stands for
-# the shim where files of the context still name it there.
+# opens one, through the table of drivers. No file includes the emulator's
+# (emu/), which is made over the plugin: the table loads it by name.
 context_h="gpumem_context.h gpumem_settings.h"
 declare -A includes=(
     [util]="util/"
@@ -90,7 +90,7 @@ declare -A includes=(
     [mem]="mem/ driver/gpumem_driver.h topo/ util/"
     [reg]="reg/ util/"
     [compat]="compat/ util/"
-    [context]="$context_h base/gpumem_compat.h compat/ mem/
+    [context]="$context_h compat/ mem/
                driver/gpumem_driver.h driver/gpumem_drivers.h topo/ util/"
     [base]="base/ $context_h compat/ mem/ topo/ util/"
     [copy]="copy/ base/ $context_h compat/ mem/ topo/ util/"
@@ -108,8 +108,8 @@ trap 'rm -rf "$work"' EXIT
 
 # The self-test's wrong includes: the file, its include line, what it is
 cat > "$work/wrong-includes" <<'EOF'
-mem/wrong.c|<uct/gpumem/driver/emu/emu.h>|mem including a driver's own header
-copy/wrong.c|"../driver/emu/emu.h"|copy including a driver's own header
+mem/wrong.c|<uct/gpumem/driver/cuda/cuda_driver.h>|mem including a driver's own header
+copy/wrong.c|"../driver/cuda/cuda_driver.h"|copy including a driver's own header
 topo/wrong.c|"../gpumem_context.h"|topo including the context
 mem/wrong.c|<uct/gpumem/copy/copy_ep.h>|mem including the copy transport
 compat/wrong.c|<uct/gpumem/gpumem_context.h>|compat including the context
@@ -122,7 +122,9 @@ ib/wrong.c|<uct/gpumem/rc/rc_iface.h>|ib including the rc transport
 rc/wrong.c|<uct/gpumem/ib/ib_device.h>|rc including ib's own header
 api/wrong.c|<uct/gpumem/ipc/ipc_cache.h>|api including ipc's own header
 ipc/wrong.c|<uct/gpumem/mem/gpumem_mem_int.h>|ipc including mem's _int.h
-gpumem_component.c|"driver/emu/emu.h"|the component including emu's header
+gpumem_component.c|"driver/cuda/cuda_driver.h"|the component including a driver's own header
+driver/wrong.c|<emu/machine/emu.h>|the table of drivers including the emulator
+gpumem_context.c|<emu/machine/emu.h>|the context including the emulator
 wrong/wrong.c|<stddef.h>|a file in no layer
 EOF
 
@@ -194,6 +196,8 @@ includes_of() {
             realpath -m --relative-to="$root" "$dir/$inc"
         elif [ -e "$root/${inc#uct/gpumem/}" ] && [ "$inc" != "${inc#uct/gpumem/}" ]; then
             echo "${inc#uct/gpumem/}"
+        elif [ "$inc" != "${inc#emu/}" ]; then
+            echo "!$inc"   # the emulator's, which depends on the plugin
         else
             echo "=$inc"   # not ours: a system or UCX header, or config.h
         fi
@@ -236,7 +240,15 @@ check_includes() {
             continue
         fi
         while IFS= read -r path; do
-            case "$path" in =*) continue ;; esac
+            case "$path" in
+            =*) continue ;;
+            !*)
+                echo "check-layers: $rel ($layer) includes the emulator's" \
+                     "${path#!}: the plugin takes the emulator through its" \
+                     "table of drivers alone"
+                bad=1
+                continue ;;
+            esac
             ok=0
             for allowed in ${includes[$layer]}; do
                 case "$path" in "$allowed"*) ok=1 ;; esac
@@ -298,7 +310,7 @@ EOF
     # Wrong includes, each in a tree of the layers' directories that passes
     # without it; a quoted name is resolved from the file's directory, as
     # the compiler does
-    for layer in $all_layers driver/emu; do
+    for layer in $all_layers driver/cuda; do
         [ -n "${layer_files[$layer]+set}" ] || mkdir -p "$work/src/$layer"
     done
     while IFS='|' read -r file inc what; do
@@ -306,7 +318,10 @@ EOF
         target=${target%?}
         target=${target#uct/gpumem/}
         target=${target#../}
-        case "$target" in */*|gpumem_*) touch "$work/src/$target" ;; esac
+        case "$target" in
+        emu/*) ;;   # the emulator's, outside the plugin's tree
+        */*|gpumem_*) touch "$work/src/$target" ;;
+        esac
     done < "$work/wrong-includes"
     if ! check_includes "$work/src" > "$work/self.log"; then
         echo "check-layers: self-test: the tree without a wrong include" \

@@ -9,7 +9,7 @@
 #endif
 
 #include "gpumem_context.h"
-#include "base/gpumem_compat.h"
+#include "compat/gpumem_compat.h"
 
 #include <uct/gpumem/driver/gpumem_drivers.h>
 

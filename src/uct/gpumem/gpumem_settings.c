@@ -9,7 +9,7 @@
 #endif
 
 #include "gpumem_settings.h"
-#include "base/gpumem_compat.h"
+#include "compat/gpumem_compat.h"
 
 #include <uct/gpumem/driver/gpumem_drivers.h>
 #include <uct/gpumem/util/gpumem_config.h>
