@@ -160,6 +160,10 @@ static void uct_gpumem_context_destroy(uct_gpumem_context_t *context)
     ucs_free(context);
 }
 
+/* What a user without GPU who wants emulated ones does */
+#define UCT_GPUMEM_CONTEXT_EMU_HINT \
+    "; UCX_GPUMEM_DRIVER=emu, or 'gpumem-emu COMMAND', for emulated GPUs"
+
 ucs_status_t uct_gpumem_context_choose_driver(
         const char *name, const gpumem_driver_desc_t **desc_p, char *why_buf,
         size_t max)
@@ -226,8 +230,7 @@ ucs_status_t uct_gpumem_context_query_md_resources(
         if ((status == UCS_ERR_NO_DEVICE) &&
             !strcmp(settings.driver, UCT_GPUMEM_DRIVER_AUTO) &&
             !no_gpu_said) {
-            ucs_info("gpumem: no GPU (%s); UCX_GPUMEM_DRIVER=emu, or "
-                     "'gpumem-emu COMMAND', for emulated GPUs", why);
+            ucs_info("gpumem: no GPU (%s)" UCT_GPUMEM_CONTEXT_EMU_HINT, why);
             no_gpu_said = 1;
         }
         uct_gpumem_settings_release(&settings);
@@ -293,10 +296,12 @@ uct_gpumem_context_open(const uct_gpumem_settings_t *settings,
     status = uct_gpumem_context_choose_driver(settings->driver, &desc,
                                               context->driver_why,
                                               sizeof(context->driver_why));
-    if (status == UCS_ERR_NO_DEVICE) {
-        ucs_debug("gpumem: no GPU: %s", context->driver_why);
-        goto err;
-    } else if (status != UCS_OK) {
+    if (status != UCS_OK) {
+        if ((status == UCS_ERR_NO_DEVICE) &&
+            !strcmp(settings->driver, UCT_GPUMEM_DRIVER_AUTO)) {
+            ucs_diag("gpumem: no GPU (%s)" UCT_GPUMEM_CONTEXT_EMU_HINT,
+                     context->driver_why);
+        }
         goto err;
     }
 
