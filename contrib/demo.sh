@@ -11,18 +11,22 @@ cd "$(dirname "$0")/.."
 ./contrib/build.sh
 
 plugin=$PWD/src/uct/gpumem/.libs/libuct_gpumem.so
-preload() { GPUMEM_PLUGIN=$plugin ./src/tools/gpumem-preload "$@"; }
+export GPUMEM_PLUGIN=$plugin
+preload=./src/tools/gpumem-preload
 # The build's emulator: gpumem-emu runs a program on its GPUs
 emu() { GPUMEM_EMU_DIR=$PWD/emu/.libs ./emu/gpumem-emu "$@"; }
 
 echo
-echo "== gpumem in UCX on a machine without GPU: the network only =="
-echo "   (ucx_info -d: UCX_GPUMEM_DRIVER=auto takes no emulated GPU)"
-preload ucx_info -d | grep '^# Memory domain: gpumem' || true
+echo "== UCX's memory domains with gpumem on a machine without GPU =="
+echo "   (UCX_GPUMEM_DRIVER=auto takes no emulated GPU: no gpumem domain"
+echo "   of GPU memory, as UCX's own CUDA transports; UCX_LOG_LEVEL=info"
+echo "   says why)"
+UCX_LOG_LEVEL=info "$preload" ucx_info -d 2>&1 |
+    grep -E '^# Memory domain:|gpumem: no GPU'
 
 echo
 echo "== gpumem in UCX on emulated GPUs (gpumem-emu ucx_info -d) =="
-emu preload ucx_info -d |
+emu "$preload" ucx_info -d |
     awk '/^# Memory domain: gpumem/ { show = 1 }
          /^# Memory domain:/ && !/gpumem/ { show = 0 }
          /connection manager/ { next }
