@@ -20,6 +20,7 @@
 #include <ucs/sys/string.h>
 #include <pthread.h>
 #include <string.h>
+#include <strings.h>
 
 
 /* Recursive: a fork while it is held (the topology tries a user's XML in a
@@ -172,7 +173,7 @@ ucs_status_t uct_gpumem_context_choose_driver(
     char no_gpu[256];
     size_t length;
 
-    if (strcmp(name, UCT_GPUMEM_DRIVER_AUTO)) {
+    if (strcasecmp(name, UCT_GPUMEM_DRIVER_AUTO)) {
         *desc_p = gpumem_driver_find(name);
         if (*desc_p == NULL) {
             ucs_error("gpumem: UCX_GPUMEM_DRIVER=%s: no such driver", name);
@@ -228,7 +229,7 @@ ucs_status_t uct_gpumem_context_query_md_resources(
         status = uct_gpumem_context_choose_driver(settings.driver, &desc, why,
                                                   sizeof(why));
         if ((status == UCS_ERR_NO_DEVICE) &&
-            !strcmp(settings.driver, UCT_GPUMEM_DRIVER_AUTO) &&
+            !strcasecmp(settings.driver, UCT_GPUMEM_DRIVER_AUTO) &&
             !no_gpu_said) {
             ucs_info("gpumem: no GPU (%s)" UCT_GPUMEM_CONTEXT_EMU_HINT, why);
             no_gpu_said = 1;
@@ -298,7 +299,7 @@ uct_gpumem_context_open(const uct_gpumem_settings_t *settings,
                                               sizeof(context->driver_why));
     if (status != UCS_OK) {
         if ((status == UCS_ERR_NO_DEVICE) &&
-            !strcmp(settings->driver, UCT_GPUMEM_DRIVER_AUTO)) {
+            !strcasecmp(settings->driver, UCT_GPUMEM_DRIVER_AUTO)) {
             ucs_diag("gpumem: no GPU (%s)" UCT_GPUMEM_CONTEXT_EMU_HINT,
                      context->driver_why);
         }

@@ -16,6 +16,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler_def.h>
 #include <string.h>
+#include <strings.h>
 
 
 static ucs_config_field_t uct_gpumem_settings_table[] = {
@@ -86,7 +87,7 @@ ucs_status_t uct_gpumem_settings_read(uct_gpumem_settings_t *settings)
         return status;
     }
 
-    if (strcmp(settings->driver, UCT_GPUMEM_DRIVER_AUTO) &&
+    if (strcasecmp(settings->driver, UCT_GPUMEM_DRIVER_AUTO) &&
         (gpumem_driver_find(settings->driver) == NULL)) {
         ucs_error("gpumem: UCX_GPUMEM_DRIVER=%s: no such driver in this "
                   "build (%s)", settings->driver,

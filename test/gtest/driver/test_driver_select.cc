@@ -64,6 +64,11 @@ TEST_F(driver_select, emu_when_asked) {
                                                        sizeof(why)));
     EXPECT_STREQ("emu", desc->name);
     EXPECT_STREQ("UCX_GPUMEM_DRIVER=emu", why);
+
+    /* As UCS's enumerations, in any case */
+    ASSERT_EQ(UCS_OK, uct_gpumem_context_choose_driver("EMU", &desc, why,
+                                                       sizeof(why)));
+    EXPECT_STREQ("emu", desc->name);
 }
 
 /* The emu row is the one the emulator's library exports, which this

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
+#include <strings.h>
 
 
 #ifdef HAVE_CUDA
@@ -141,7 +142,7 @@ const gpumem_driver_desc_t *gpumem_driver_find(const char *name)
     const gpumem_driver_desc_t *const *desc;
 
     for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
-        if (!strcmp((*desc)->name, name)) {
+        if (!strcasecmp((*desc)->name, name)) {
             return *desc;
         }
     }
