@@ -7,7 +7,7 @@
  * (gpumem_device_memcpy), the receiver gets it straight into device memory
  * and checks every byte. The parent's buffers are on the first GPU, the
  * child's on the last. UCX moves the bytes with the plugin's transports;
- * on a machine without a GPU the plugin's emu driver is the GPU.
+ * on a machine without a GPU, run it on emulated GPUs (gpumem-emu).
  *
  * It says which transports carried the data and why: the verdict of the
  * topology on the two GPUs (gpumem_device_can_access_peer), UCP's lanes to

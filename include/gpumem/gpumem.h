@@ -3,7 +3,7 @@
  * program, a benchmark), in the manner of the CUDA runtime's calls.
  *
  * The calls live in the plugin, libuct_gpumem.so: link it (which also
- * brings the plugin into UCX before 1.21) or preload it. They use the GPUs
+ * brings the plugin into UCX before 1.22) or preload it. They use the GPUs
  * that the UCX_GPUMEM_* variables select, the same the plugin's memory
  * domain uses; device memory they give is device memory to UCX too.
  *
