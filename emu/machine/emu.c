@@ -349,6 +349,7 @@ static ucs_status_t gpumem_emu_driver_open(const void *config,
 }
 
 const gpumem_driver_desc_t gpumem_emu_driver_desc = {
+    .build            = GPUMEM_DRIVER_BUILD_INITIALIZER,
     .name             = "emu",
     .emulated         = 1,
     .probe            = NULL,

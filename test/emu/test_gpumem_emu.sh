@@ -26,7 +26,8 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem_emu_test.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-for var in UCX_GPUMEM_DRIVER UCX_GPUMEM_TOPO_XML GPUMEM_EMU_DIR; do
+for var in UCX_GPUMEM_DRIVER UCX_GPUMEM_TOPO_XML GPUMEM_EMU_DIR \
+           LD_LIBRARY_PATH; do
     unset "$var"
 done
 export GPUMEM_PLUGIN=$build/src/uct/gpumem/.libs/libuct_gpumem.so
@@ -68,9 +69,25 @@ else
     fail "ucx_info -c under gpumem-emu lists the emulator's settings"
 fi
 
-# The emu driver asked for where its library is not found
+# The emulator's machine is loaded where it is asked for only: not where
+# auto runs, though it is on LD_LIBRARY_PATH
+UCX_GPUMEM_DRIVER=auto LD_LIBRARY_PATH=$build/emu/machine/.libs \
+    LD_DEBUG=libs "$preload" ucx_info -d >"$tmp/loaded.out" 2>&1
+if grep -q 'calling init: .*libgpumem_emu' "$tmp/loaded.out"; then
+    fail "auto loads no emulator" "$(grep -m 1 libgpumem_emu "$tmp/loaded.out")"
+elif ! grep -q 'calling init: .*libuct_gpumem' "$tmp/loaded.out"; then
+    fail "auto loads no emulator" "the plugin was not loaded either"
+else
+    pass "auto loads no emulator, though it is on LD_LIBRARY_PATH"
+fi
+
+# The emu driver asked for where its library is not found (unless it is
+# installed where the plugin looks)
+installed=$(sed -n 's/^emudir=\${GPUMEM_EMU_DIR:-\(.*\)}$/\1/p' "$runner")
 UCX_GPUMEM_DRIVER=emu "$preload" ucx_info -d >"$tmp/missing.out" 2>&1
-if [ -z "$(gpu_resources "$tmp/missing.out")" ] &&
+if [ -e "$installed/libgpumem_emu.so.0" ]; then
+    skip "the emu driver without the emulator (installed in $installed)"
+elif [ -z "$(gpu_resources "$tmp/missing.out")" ] &&
    grep -q "UCX_GPUMEM_DRIVER=emu: no GPU: the emulator is not installed" \
        "$tmp/missing.out"; then
     pass "the emu driver without the emulator is an error saying why"

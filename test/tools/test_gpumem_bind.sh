@@ -176,21 +176,35 @@ expect bad_gpu "UCX_GPUMEM_ALLOC_GPU past the GPUs exits 1" 1 "" \
 # The plugin's machine: the emu driver's built-in one has two GPUs and one
 # NIC that its export gives no port of (the emulator's library found as the
 # plugin finds it, on LD_LIBRARY_PATH); without the emulator, it says so
-run emu UCX_GPUMEM_DRIVER=EMU LD_LIBRARY_PATH="$build/emu/.libs" \
-    PMIX_LOCAL_RANK=1 -- sh -c "$show"
-expect emu "UCX_GPUMEM_DRIVER=emu binds as the emu's built-in machine" 0 \
-    "1 mlx5_0:1"
-run no_emu UCX_GPUMEM_DRIVER=emu PMIX_LOCAL_RANK=1 -- true
-expect no_emu "UCX_GPUMEM_DRIVER=emu without the emulator exits 1" 1 "" \
-    "the emulator is not installed"
+installed=$(sed -n 's/^emudir=\${GPUMEM_EMU_DIR:-\(.*\)}$/\1/p' \
+                "$build/emu/gpumem-emu" 2>/dev/null)
+if [ ! -e "$build/emu/gpumem-emu" ]; then
+    echo "SKIP: UCX_GPUMEM_DRIVER=emu (this build has no emulator:" \
+         "configure --disable-emu)"
+else
+    run emu UCX_GPUMEM_DRIVER=EMU LD_LIBRARY_PATH="$build/emu/.libs" \
+        PMIX_LOCAL_RANK=1 -- sh -c "$show"
+    expect emu "UCX_GPUMEM_DRIVER=emu binds as the emu's built-in machine" \
+        0 "1 mlx5_0:1"
+fi
+if [ ! -e "$build/emu/gpumem-emu" ] ||
+   [ -e "$installed/libgpumem_emu.so.0" ]; then
+    echo "SKIP: UCX_GPUMEM_DRIVER=emu without the emulator (installed in" \
+         "$installed)"
+else
+    run no_emu UCX_GPUMEM_DRIVER=emu PMIX_LOCAL_RANK=1 -- true
+    expect no_emu "UCX_GPUMEM_DRIVER=emu without the emulator exits 1" 1 "" \
+        "the emulator is not installed"
+fi
 # auto takes no emulated GPU: on a machine of none, nothing is bound
 run auto_no_gpu UCX_GPUMEM_SYSFS_ROOT=/nonexistent \
     UCX_GPUMEM_TOPO_XML= PMIX_LOCAL_RANK=1 -- sh -c "$show"
-if [ -z "$(ls /sys/bus/pci/drivers/nvidia 2>/dev/null)" ]; then
+if [ -z "$("$build/src/tools/gpumem_topo" --bind 2>/dev/null |
+           awk 'NR > 2' | grep .)" ]; then
     expect auto_no_gpu "auto on a machine without GPU binds nothing" 0 \
         "unset unset" "no GPU on this machine"
 else
-    echo "SKIP: auto on a machine without GPU (this one has NVIDIA GPUs)"
+    echo "SKIP: auto on a machine without GPU (this one has GPUs)"
 fi
 run bad_driver UCX_GPUMEM_DRIVER=rocm PMIX_LOCAL_RANK=1 -- true
 expect bad_driver "an unknown UCX_GPUMEM_DRIVER exits 1" 1 "" \

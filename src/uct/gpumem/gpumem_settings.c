@@ -17,6 +17,7 @@
 #include <ucs/sys/compiler_def.h>
 #include <string.h>
 #include <strings.h>
+#include <stdlib.h>
 
 
 static ucs_config_field_t uct_gpumem_settings_table[] = {
@@ -76,6 +77,9 @@ static ucs_config_global_list_entry_t uct_gpumem_settings_entry = {
 
 static int uct_gpumem_settings_registered = 0;
 
+/* The most drivers whose settings are listed */
+#define UCT_GPUMEM_SETTINGS_MAX_DRIVERS 4
+
 
 ucs_status_t uct_gpumem_settings_read(uct_gpumem_settings_t *settings)
 {
@@ -116,20 +120,37 @@ const char *uct_gpumem_settings_path(const char *value)
     return ((value == NULL) || (value[0] == '\0')) ? NULL : value;
 }
 
+/* The drivers' settings put into UCS's global list, to take out */
+static ucs_config_global_list_entry_t
+        *uct_gpumem_settings_drivers[UCT_GPUMEM_SETTINGS_MAX_DRIVERS];
+static unsigned uct_gpumem_settings_num_drivers = 0;
+
 void uct_gpumem_settings_register(void)
 {
     const gpumem_driver_desc_t *const *desc;
+    const char *driver;
 
     if (uct_gpumem_settings_registered) {
         return;
     }
 
+    /* The emulator's library is loaded where it is asked for, so that its
+     * settings are listed there (gpumem-emu ucx_info -c), and nowhere else */
+    driver = getenv("UCX_GPUMEM_DRIVER");
+    if (driver != NULL) {
+        (void)gpumem_driver_find(driver);
+    }
+
     ucs_list_add_tail(&ucs_config_global_list,
                       &uct_gpumem_settings_entry.list);
     for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
-        if ((*desc)->config_entry != NULL) {
+        if (((*desc)->config_entry != NULL) &&
+            (uct_gpumem_settings_num_drivers <
+             UCT_GPUMEM_SETTINGS_MAX_DRIVERS)) {
             ucs_list_add_tail(&ucs_config_global_list,
                               &(*desc)->config_entry->list);
+            uct_gpumem_settings_drivers[uct_gpumem_settings_num_drivers++] =
+                    (*desc)->config_entry;
         }
     }
     uct_gpumem_settings_registered = 1;
@@ -137,16 +158,13 @@ void uct_gpumem_settings_register(void)
 
 void uct_gpumem_settings_unregister(void)
 {
-    const gpumem_driver_desc_t *const *desc;
-
     if (!uct_gpumem_settings_registered) {
         return;
     }
 
-    for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
-        if ((*desc)->config_entry != NULL) {
-            ucs_list_del(&(*desc)->config_entry->list);
-        }
+    while (uct_gpumem_settings_num_drivers > 0) {
+        ucs_list_del(&uct_gpumem_settings_drivers[
+                             --uct_gpumem_settings_num_drivers]->list);
     }
     ucs_list_del(&uct_gpumem_settings_entry.list);
     uct_gpumem_settings_registered = 0;

@@ -38,6 +38,7 @@ static ucs_status_t gpumem_drivers_cuda_probe(char *why_buf, size_t max)
 #endif
 
 static const gpumem_driver_desc_t gpumem_drivers_cuda = {
+    .build            = GPUMEM_DRIVER_BUILD_INITIALIZER,
     .name             = "cuda",
     .emulated         = 0,
 #ifdef HAVE_CUDA
@@ -53,7 +54,8 @@ static const gpumem_driver_desc_t gpumem_drivers_cuda = {
 
 #ifdef GPUMEM_HAVE_EMU
 /* Why the emulator's library did not load, for its row's probe */
-static char gpumem_drivers_emu_why[512];
+static char gpumem_drivers_emu_why[1024] = "the emulator's library is not "
+                                           "loaded";
 
 static ucs_status_t gpumem_drivers_emu_not_loaded(char *why_buf, size_t max)
 {
@@ -61,7 +63,10 @@ static ucs_status_t gpumem_drivers_emu_not_loaded(char *why_buf, size_t max)
     return UCS_ERR_UNSUPPORTED;
 }
 
+/* The emu row until the emulator's library is loaded, and where it cannot
+ * be */
 static const gpumem_driver_desc_t gpumem_drivers_emu_missing = {
+    .build            = GPUMEM_DRIVER_BUILD_INITIALIZER,
     .name             = "emu",
     .emulated         = 1,
     .probe            = gpumem_drivers_emu_not_loaded,
@@ -70,80 +75,117 @@ static const gpumem_driver_desc_t gpumem_drivers_emu_missing = {
     .config_entry     = NULL
 };
 
+/* Whether @a desc, a row of another library, was built as this table */
+static int gpumem_drivers_same_build(const gpumem_driver_desc_t *desc)
+{
+    static const gpumem_driver_build_t ours = GPUMEM_DRIVER_BUILD_INITIALIZER;
+
+    return !memcmp(&desc->build, &ours, sizeof(ours));
+}
+
+/* The emu row of the library at @a path, or NULL with why appended */
+static const gpumem_driver_desc_t *
+gpumem_drivers_emu_open(const char *path, char *why, size_t max)
+{
+    const gpumem_driver_desc_t *desc;
+    Dl_info info;
+    void *handle;
+
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        ucs_snprintf_zero(why, max, "%s", dlerror());
+        return NULL;
+    }
+
+    (void)dlerror();
+    desc = dlsym(handle, GPUMEM_EMU_DRIVER_SYMBOL);
+    if ((desc == NULL) || strcmp(desc->name, "emu")) {
+        ucs_snprintf_zero(why, max, "%s has no emu row (%s)", path,
+                          GPUMEM_EMU_DRIVER_SYMBOL);
+    } else if (!gpumem_drivers_same_build(desc)) {
+        ucs_snprintf_zero(why, max, "%s was built for UCX %u.%u and driver "
+                          "interface %u, the plugin for UCX %u.%u and %u",
+                          path, desc->build.ucx_major, desc->build.ucx_minor,
+                          desc->build.interface, UCT_VERNO_MAJOR,
+                          UCT_VERNO_MINOR, GPUMEM_DRIVER_INTERFACE_VERSION);
+    } else {
+        ucs_debug("gpumem: the emu driver is %s's",
+                  (dladdr(desc, &info) && (info.dli_fname != NULL)) ?
+                  info.dli_fname : path);
+        return desc;
+    }
+
+    dlclose(handle);
+    return NULL;
+}
+
 /* The emulator's row, from its library: found by the dynamic loader by
  * name first (a process that has it already, or LD_LIBRARY_PATH, as
  * gpumem-emu sets), else where it is installed. It stays loaded. */
 static const gpumem_driver_desc_t *gpumem_drivers_emu_load(void)
 {
-    static const char *paths[] = {
-        GPUMEM_EMU_LIBRARY,
-        GPUMEM_EMU_DIR "/" GPUMEM_EMU_LIBRARY
-    };
+    static const char installed[] = GPUMEM_EMU_DIR "/" GPUMEM_EMU_LIBRARY;
+    char by_name[512], by_path[512];
     const gpumem_driver_desc_t *desc;
-    const char *error = "";
-    void *handle;
-    unsigned i;
 
-    for (i = 0; i < (sizeof(paths) / sizeof(paths[0])); ++i) {
-        handle = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        if (handle == NULL) {
-            error = dlerror();
-            continue;
-        }
-
-        desc = dlsym(handle, GPUMEM_EMU_DRIVER_SYMBOL);
-        if ((desc != NULL) && !strcmp(desc->name, "emu")) {
-            ucs_debug("gpumem: the emu driver is %s's", paths[i]);
-            return desc;
-        }
-
-        ucs_snprintf_zero(gpumem_drivers_emu_why,
-                          sizeof(gpumem_drivers_emu_why),
-                          "%s is not the emulator's: it has no %s row",
-                          paths[i], GPUMEM_EMU_DRIVER_SYMBOL);
-        dlclose(handle);
-        return &gpumem_drivers_emu_missing;
+    desc = gpumem_drivers_emu_open(GPUMEM_EMU_LIBRARY, by_name,
+                                   sizeof(by_name));
+    if (desc == NULL) {
+        desc = gpumem_drivers_emu_open(installed, by_path, sizeof(by_path));
+    }
+    if (desc != NULL) {
+        return desc;
     }
 
     ucs_snprintf_zero(gpumem_drivers_emu_why, sizeof(gpumem_drivers_emu_why),
                       "the emulator is not installed in " GPUMEM_EMU_DIR
                       " nor on LD_LIBRARY_PATH (gpumem-emu COMMAND runs a "
-                      "program with it): %s", error);
+                      "program with it): %s; %s", by_name, by_path);
     ucs_debug("gpumem: no emu driver: %s", gpumem_drivers_emu_why);
     return &gpumem_drivers_emu_missing;
 }
 #endif
 
+/* The rows; the emu row is replaced by the emulator's once it is loaded,
+ * and a reader that sees the one before sees a row of the same name */
 static const gpumem_driver_desc_t *gpumem_drivers[] = {
     &gpumem_drivers_cuda,
 #ifdef GPUMEM_HAVE_EMU
-    NULL, /* emu, when its library is loaded */
+    &gpumem_drivers_emu_missing,
 #endif
     NULL
 };
 
-static void gpumem_drivers_load(void)
-{
 #ifdef GPUMEM_HAVE_EMU
-    gpumem_drivers[1] = gpumem_drivers_emu_load();
-#endif
+static void gpumem_drivers_load_emu(void)
+{
+    __atomic_store_n(&gpumem_drivers[1], gpumem_drivers_emu_load(),
+                     __ATOMIC_RELEASE);
 }
+#endif
 
 const gpumem_driver_desc_t *const *gpumem_drivers_list(void)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-    pthread_once(&once, gpumem_drivers_load);
     return gpumem_drivers;
 }
 
 const gpumem_driver_desc_t *gpumem_driver_find(const char *name)
 {
+#ifdef GPUMEM_HAVE_EMU
+    static pthread_once_t emu_once = PTHREAD_ONCE_INIT;
+#endif
     const gpumem_driver_desc_t *const *desc;
 
+#ifdef GPUMEM_HAVE_EMU
+    if (!strcasecmp(name, "emu")) {
+        pthread_once(&emu_once, gpumem_drivers_load_emu);
+    }
+#endif
+
     for (desc = gpumem_drivers_list(); *desc != NULL; ++desc) {
-        if (!strcasecmp((*desc)->name, name)) {
-            return *desc;
+        if (!strcasecmp(__atomic_load_n(desc, __ATOMIC_ACQUIRE)->name,
+                        name)) {
+            return __atomic_load_n(desc, __ATOMIC_ACQUIRE);
         }
     }
     return NULL;

@@ -14,6 +14,7 @@
 #define GPUMEM_DRIVERS_H_
 
 #include <uct/gpumem/driver/gpumem_driver.h>
+#include <uct/api/version.h>
 #include <ucs/config/parser.h>
 
 BEGIN_C_DECLS
@@ -22,8 +23,35 @@ BEGIN_C_DECLS
 #define GPUMEM_EMU_LIBRARY       "libgpumem_emu.so.0"
 #define GPUMEM_EMU_DRIVER_SYMBOL "gpumem_emu_driver_desc"
 
+/* The version of this interface: a row and the table agree on it */
+#define GPUMEM_DRIVER_INTERFACE_VERSION 1
+
+
+/**
+ * What a row was built against, which the table checks before it takes a
+ * row of another library: the same interface, over the same UCX release
+ * (whose structs the driver's settings share with UCS)
+ */
+typedef struct gpumem_driver_build {
+    unsigned interface;   /* GPUMEM_DRIVER_INTERFACE_VERSION */
+    unsigned ucx_major;   /* UCT_VERNO_MAJOR */
+    unsigned ucx_minor;   /* UCT_VERNO_MINOR */
+    unsigned desc_size;   /* sizeof(gpumem_driver_desc_t) */
+    unsigned ops_size;    /* sizeof(gpumem_driver_ops_t) */
+} gpumem_driver_build_t;
+
+#define GPUMEM_DRIVER_BUILD_INITIALIZER \
+    { \
+        .interface = GPUMEM_DRIVER_INTERFACE_VERSION, \
+        .ucx_major = UCT_VERNO_MAJOR, \
+        .ucx_minor = UCT_VERNO_MINOR, \
+        .desc_size = sizeof(struct gpumem_driver_desc), \
+        .ops_size  = sizeof(gpumem_driver_ops_t) \
+    }
+
 
 typedef struct gpumem_driver_desc {
+    gpumem_driver_build_t          build;  /* GPUMEM_DRIVER_BUILD_INITIALIZER */
     const char                     *name;   /* As UCX_GPUMEM_DRIVER names it */
 
     /* Whether its GPUs are software ones: "auto" never takes it, a user
@@ -51,11 +79,13 @@ typedef struct gpumem_driver_desc {
 
 /* The drivers, in the order "auto" tries them, NULL-terminated: cuda
  * (where cuda.h was found at build time; its probe says so otherwise),
- * then emu where the emulator is built (its library loaded on the first
- * call; where it cannot be, a row whose probe says why) */
+ * then emu where the emulator is built: a row whose probe says why it has
+ * no GPU until the emulator's library is loaded, which only a call that
+ * names it does (gpumem_driver_find("emu")) */
 const gpumem_driver_desc_t *const *gpumem_drivers_list(void);
 
-/* The driver of that name, or NULL */
+/* The driver of that name, in any case, or NULL; "emu" loads the
+ * emulator's library on the first call */
 const gpumem_driver_desc_t *gpumem_driver_find(const char *name);
 
 /* The names of the drivers, and "auto" first, as UCX_GPUMEM_DRIVER takes
