@@ -170,7 +170,7 @@ ucs_status_t uct_gpumem_context_choose_driver(
         size_t max)
 {
     const gpumem_driver_desc_t *const *desc;
-    char no_gpu[256];
+    char no_gpu[1024];
     size_t length;
 
     if (strcasecmp(name, UCT_GPUMEM_DRIVER_AUTO)) {
@@ -222,7 +222,7 @@ ucs_status_t uct_gpumem_context_query_md_resources(
     const gpumem_driver_desc_t *desc;
     uct_gpumem_settings_t settings;
     ucs_status_t status;
-    char why[512];
+    char why[1024];
 
     status = uct_gpumem_settings_read(&settings);
     if (status == UCS_OK) {

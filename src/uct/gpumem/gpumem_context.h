@@ -24,7 +24,7 @@ typedef struct uct_gpumem_context {
     unsigned         num_gpus;
     gpumem_gpu_t     **gpus;
     ucs_sys_device_t *sys_devs;   /* UCX system device of each GPU */
-    char             driver_why[256]; /* Why this driver, in one phrase */
+    char             driver_why[1024]; /* Why this driver, in one phrase */
 } uct_gpumem_context_t;
 
 
