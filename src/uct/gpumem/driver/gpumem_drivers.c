@@ -99,15 +99,19 @@ gpumem_drivers_emu_open(const char *path, char *why, size_t max)
 
     (void)dlerror();
     desc = dlsym(handle, GPUMEM_EMU_DRIVER_SYMBOL);
-    if ((desc == NULL) || strcmp(desc->name, "emu")) {
+    if (desc == NULL) {
         ucs_snprintf_zero(why, max, "%s has no emu row (%s)", path,
                           GPUMEM_EMU_DRIVER_SYMBOL);
     } else if (!gpumem_drivers_same_build(desc)) {
+        /* Nothing else of the row is read: its layout may be another's */
         ucs_snprintf_zero(why, max, "%s was built for UCX %u.%u and driver "
                           "interface %u, the plugin for UCX %u.%u and %u",
                           path, desc->build.ucx_major, desc->build.ucx_minor,
                           desc->build.interface, UCT_VERNO_MAJOR,
                           UCT_VERNO_MINOR, GPUMEM_DRIVER_INTERFACE_VERSION);
+    } else if (strcmp(desc->name, "emu")) {
+        ucs_snprintf_zero(why, max, "%s's row %s is named %s", path,
+                          GPUMEM_EMU_DRIVER_SYMBOL, desc->name);
     } else {
         ucs_debug("gpumem: the emu driver is %s's",
                   (dladdr(desc, &info) && (info.dli_fname != NULL)) ?
