@@ -52,11 +52,18 @@ run_one() {
     timeout -k 5 120 "${preload[@]}" ucx_perftest "${args[@]}" \
         >/dev/null 2>&1 &
     local server=$!
-    sleep 1
+    local try
     set +e
-    out=$(timeout -k 5 120 "${preload[@]}" ucx_perftest "${args[@]}" \
-          "$server_addr" 2>&1)
-    rc=$?
+    # The server listens once it has started, which a busy machine's VM
+    # takes seconds for: a refused connection is tried again
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        sleep 1
+        out=$(timeout -k 5 120 "${preload[@]}" ucx_perftest "${args[@]}" \
+              "$server_addr" 2>&1)
+        rc=$?
+        [ $rc -ne 0 ] && grep -q "connect() failed: Connection refused" \
+            <<<"$out" && kill -0 "$server" 2>/dev/null || break
+    done
     wait "$server"
     local server_rc=$?
     set -e
