@@ -41,39 +41,45 @@ cudaError_t gpumem_emu_cudart_error(CUresult res)
     return (cudaError_t)res;
 }
 
-/* The primary context of @a device, retained once for the process (the
- * runtime keeps it until exit) */
+/* The primary contexts the runtime holds, each retained by its first call
+ * on the device, until cudaDeviceReset() or exit */
+static pthread_mutex_t gpumem_emu_cudart_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext *gpumem_emu_cudart_primaries;
+static int gpumem_emu_cudart_num_devices;
+
+
+/* The primary context of @a device, retained if the runtime holds none */
 static CUresult gpumem_emu_cudart_primary(int device, CUcontext *ctx_p)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static CUcontext *primary;
-    static int num_devices;
     CUresult res = CUDA_SUCCESS;
     CUdevice dev;
 
-    pthread_mutex_lock(&lock);
-    if (primary == NULL) {
-        res = cuDeviceGetCount(&num_devices);
-        if ((res == CUDA_SUCCESS) && (num_devices > 0)) {
-            primary = calloc(num_devices, sizeof(*primary));
-            res     = (primary == NULL) ? CUDA_ERROR_OUT_OF_MEMORY :
-                                          CUDA_SUCCESS;
+    pthread_mutex_lock(&gpumem_emu_cudart_lock);
+    if (gpumem_emu_cudart_primaries == NULL) {
+        res = cuDeviceGetCount(&gpumem_emu_cudart_num_devices);
+        if ((res == CUDA_SUCCESS) && (gpumem_emu_cudart_num_devices > 0)) {
+            gpumem_emu_cudart_primaries =
+                    calloc(gpumem_emu_cudart_num_devices,
+                           sizeof(*gpumem_emu_cudart_primaries));
+            res = (gpumem_emu_cudart_primaries == NULL) ?
+                  CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
         }
     }
     if (res == CUDA_SUCCESS) {
-        if ((device < 0) || (device >= num_devices)) {
+        if ((device < 0) || (device >= gpumem_emu_cudart_num_devices)) {
             res = CUDA_ERROR_INVALID_DEVICE;
-        } else if (primary[device] == NULL) {
+        } else if (gpumem_emu_cudart_primaries[device] == NULL) {
             res = cuDeviceGet(&dev, device);
             if (res == CUDA_SUCCESS) {
-                res = cuDevicePrimaryCtxRetain(&primary[device], dev);
+                res = cuDevicePrimaryCtxRetain(
+                        &gpumem_emu_cudart_primaries[device], dev);
             }
         }
     }
     if (res == CUDA_SUCCESS) {
-        *ctx_p = primary[device];
+        *ctx_p = gpumem_emu_cudart_primaries[device];
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&gpumem_emu_cudart_lock);
     return res;
 }
 
@@ -179,6 +185,35 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value,
         /* The runtime's attributes are numbered as the driver's */
         res = cuDeviceGetAttribute(value, (CUdevice_attribute)attr, dev);
     }
+    return gpumem_emu_cudart_error(res);
+}
+
+/* The runtime lets go of the current device's primary context: its next
+ * call on the device retains it again. The context, and what was allocated
+ * in it, are the driver's to destroy when no one holds it (a program that
+ * retained it through the driver API keeps it). */
+cudaError_t CUDARTAPI cudaDeviceReset(void)
+{
+    int device = gpumem_emu_cudart_device;
+    CUcontext current;
+    CUresult res = CUDA_SUCCESS;
+    CUdevice dev;
+
+    pthread_mutex_lock(&gpumem_emu_cudart_lock);
+    if ((gpumem_emu_cudart_primaries != NULL) &&
+        (device < gpumem_emu_cudart_num_devices) &&
+        (gpumem_emu_cudart_primaries[device] != NULL)) {
+        if ((cuCtxGetCurrent(&current) == CUDA_SUCCESS) &&
+            (current == gpumem_emu_cudart_primaries[device])) {
+            cuCtxSetCurrent(NULL);
+        }
+        res = cuDeviceGet(&dev, device);
+        if (res == CUDA_SUCCESS) {
+            res = cuDevicePrimaryCtxRelease(dev);
+        }
+        gpumem_emu_cudart_primaries[device] = NULL;
+    }
+    pthread_mutex_unlock(&gpumem_emu_cudart_lock);
     return gpumem_emu_cudart_error(res);
 }
 

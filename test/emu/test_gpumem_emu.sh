@@ -60,14 +60,32 @@ if [ "$(gpu_resources "$tmp/emu.out" | grep -c .)" -lt 3 ]; then
 else
     pass "gpumem-emu gives the plugin emulated GPUs (gpumemcpy, gpumemipc)"
 fi
-GPUMEM_EMU_DIR=$build/emu/.libs "$runner" "$preload" ucx_info -c \
-    >"$tmp/config.out" 2>&1
+GPUMEM_EMU_DIR=$build/emu/.libs "$runner" --driver emu "$preload" \
+    ucx_info -c >"$tmp/config.out" 2>&1
 if grep -q '^UCX_GPUMEM_EMU_VRAM_SIZE=' "$tmp/config.out" &&
    grep -q '^UCX_GPUMEM_DRIVER=emu' "$tmp/config.out"; then
-    pass "ucx_info -c under gpumem-emu lists the emulator's settings"
+    pass "ucx_info -c under gpumem-emu --driver emu lists the emulator's settings"
 else
-    fail "ucx_info -c under gpumem-emu lists the emulator's settings"
+    fail "ucx_info -c under gpumem-emu --driver emu lists the emulator's settings"
 fi
+
+# The driver: cuda where the emulated libcuda.so.1 is built, so that what a
+# CUDA program allocates is what the plugin's driver knows
+GPUMEM_EMU_DIR=$build/emu/.libs "$runner" "$preload" ucx_info -c \
+    >"$tmp/config.out" 2>&1
+if [ -e "$build/emu/.libs/libcuda.so.1" ]; then
+    want=cuda
+else
+    want=emu
+fi
+if grep -q "^UCX_GPUMEM_DRIVER=$want\$" "$tmp/config.out"; then
+    pass "gpumem-emu runs the plugin's $want driver by default"
+else
+    fail "gpumem-emu runs the plugin's $want driver by default" \
+         "$(grep '^UCX_GPUMEM_DRIVER=' "$tmp/config.out")"
+fi
+
+. "$srcdir/test/emu/test_gpumem_emu_machine.sh"
 
 # The emulator's machine is loaded where it is asked for only: not where
 # auto runs, though it is on LD_LIBRARY_PATH

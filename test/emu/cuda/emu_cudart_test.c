@@ -8,6 +8,7 @@
  * See file LICENSE for terms.
  */
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <stdint.h>
@@ -169,6 +170,30 @@ static void test_managed_and_pitch(void)
     free(back);
 }
 
+/* cudaDeviceReset(), as a program calls it at exit: the runtime lets go of
+ * the device's primary context and makes it again at its next call, and a
+ * device the runtime never used resets too */
+static void test_reset(void)
+{
+    unsigned flags;
+    int active = -1;
+    void *dev;
+
+    EXPECT_CUDA(cudaSuccess, cudaSetDevice(0));
+    EXPECT_CUDA(cudaSuccess, cudaMalloc(&dev, 4096));
+    EXPECT(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS &&
+           active == 1, "device 0's primary context is not active in use");
+    EXPECT_CUDA(cudaSuccess, cudaDeviceReset());
+    EXPECT(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS &&
+           active == 0, "device 0's primary context is active after "
+           "cudaDeviceReset");
+    EXPECT_CUDA(cudaSuccess, cudaDeviceReset());
+    EXPECT_CUDA(cudaSuccess, cudaMalloc(&dev, 4096));
+    EXPECT_CUDA(cudaSuccess, cudaMemset(dev, 1, 4096));
+    EXPECT_CUDA(cudaSuccess, cudaFree(dev));
+    EXPECT_CUDA(cudaSuccess, cudaDeviceReset());
+}
+
 int main(void)
 {
     int count = 0, device = -1, version = 0;
@@ -195,6 +220,7 @@ int main(void)
     test_copies(1);
     test_host();
     test_managed_and_pitch();
+    test_reset();
 
     /* Errors: what the runtime says of wrong arguments and of what the
      * emulation does not have */
