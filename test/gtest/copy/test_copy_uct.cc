@@ -18,6 +18,7 @@ extern "C" {
 
 #include <climits>
 #include <poll.h>
+#include <sys/mman.h>
 #include <cstring>
 #include <vector>
 
@@ -846,6 +847,47 @@ TEST_F(copy_uct, copy_beyond_an_allocation_is_an_error_not_a_crash) {
     EXPECT_EQ(0, comp.calls);
     EXPECT_LE(2u, log.lines().size());
     device_free(dev);
+}
+
+/* Memory of no GPU of the driver and that the process cannot touch (device
+ * memory of another driver, which UCX may hand this transport by its type):
+ * an error naming the addresses and the driver, before any byte moves,
+ * never a signal; host memory beside it still copies */
+TEST_F(copy_uct, foreign_memory_is_an_error_naming_the_driver_not_a_crash) {
+    const size_t size = 4096;
+    std::string host(size, 'h'), back(size, '\0');
+    gpumem_test::log_capture log;
+    counted_comp comp;
+    void *foreign;
+
+    connect();
+    foreign = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, foreign);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_ep_put_short(m_ep, &host[0], 64, (uintptr_t)foreign,
+                               UCT_INVALID_RKEY));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_ep_get_short(m_ep, &back[0], 64, (uintptr_t)foreign,
+                               UCT_INVALID_RKEY));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, zcopy(true, &host[0], size, foreign,
+                                          &comp));
+    EXPECT_EQ(0, comp.calls);
+    ASSERT_EQ(3u, log.lines().size());
+    EXPECT_NE(std::string::npos, log.lines()[0].find(
+              "neither is device memory of the " +
+              gpumem_test::driver() + " driver's GPUs"))
+            << log.lines()[0];
+    char address[32];
+    snprintf(address, sizeof(address), "to %p", foreign);
+    EXPECT_NE(std::string::npos, log.lines()[0].find(address))
+            << log.lines()[0];
+    EXPECT_EQ(std::string(size, '\0'), back);
+    munmap(foreign, size);
+
+    /* Host to host, as before */
+    EXPECT_EQ(UCS_OK, uct_ep_get_short(m_ep, &back[0], 64,
+                                       (uintptr_t)&host[0], UCT_INVALID_RKEY));
+    EXPECT_EQ(host.substr(0, 64), back.substr(0, 64));
 }
 
 /* Completion events, as UCP's wakeup mode uses them: the interface's

@@ -31,7 +31,9 @@
 #include <ucs/time/time.h>
 #include <ucs/type/class.h>
 #include <ucs/sys/sys.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <limits.h>
 #include <string.h>
@@ -261,6 +263,7 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
     req->length   = length;
     req->peer_gpu = NULL;
     req->peer     = NULL;
+    req->driver   = context->driver->ops->name;
 
     if ((dst_gpu < 0) && (src_gpu < 0)) {
         req->engine = NULL;
@@ -297,6 +300,46 @@ uct_gpumem_copy_req_cleanup(uct_gpumem_copy_req_t *req)
     }
 }
 
+/*
+ * A copy between two addresses of no GPU of this driver: host memory, which
+ * the CPU copies, unless one is memory the process cannot touch, such as
+ * device memory of another driver (UCX_GPUMEM_DRIVER=emu, and a buffer of
+ * the CUDA the application runs on), which UCX may take for this
+ * transport's by its type. The kernel copies, so that such an address is an
+ * error, not a signal; where it may not (seccomp), the CPU does.
+ */
+static UCS_F_NOINLINE ucs_status_t
+uct_gpumem_copy_host(const uct_gpumem_copy_req_t *req)
+{
+    struct iovec local  = {(void*)(uintptr_t)req->dst, req->length};
+    struct iovec remote = {(void*)(uintptr_t)req->src, req->length};
+    ssize_t copied;
+
+    if ((req->dst + req->length > req->src) &&
+        (req->src + req->length > req->dst)) {
+        /* Overlapping: the kernel's copy does not promise memmove's order */
+        memmove(local.iov_base, remote.iov_base, req->length);
+        return UCS_OK;
+    }
+
+    copied = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (copied == (ssize_t)req->length) {
+        return UCS_OK;
+    }
+    if ((copied < 0) && ((errno == ENOSYS) || (errno == EPERM))) {
+        memcpy(local.iov_base, remote.iov_base, req->length);
+        return UCS_OK;
+    }
+
+    ucs_error("gpumemcpy: cannot copy %zu bytes from %p to %p: neither is "
+              "device memory of the %s driver's GPUs, and %s (device memory "
+              "of another driver, or unmapped)", req->length, remote.iov_base,
+              local.iov_base, req->driver,
+              (copied < 0) ? "the process cannot reach them as host memory" :
+                             "the process reaches only part of them");
+    return UCS_ERR_INVALID_ADDR;
+}
+
 /* Gives the copy to its engine: UCS_INPROGRESS if @a copy is to be polled */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
@@ -308,11 +351,9 @@ uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
 
     ucs_atomic_add64(&uct_gpumem_copy_bytes_moved, req->length);
 
-    /* Host memory on both sides: no device address, so the CPU may copy */
+    /* No device address of this driver's GPUs on either side */
     if (req->engine == NULL) {
-        memmove((void*)(uintptr_t)req->dst, (const void*)(uintptr_t)req->src,
-                req->length);
-        return UCS_OK;
+        return uct_gpumem_copy_host(req);
     }
 
     return gpumem_copy(req->engine, req->dst, req->dst_dev, req->src,

@@ -47,6 +47,7 @@ typedef struct uct_gpumem_copy_req {
     gpumem_gpu_t        *peer_gpu; /* Where the source of another GPU is
                                       mapped for the engine, or NULL */
     gpumem_region_t     *peer;
+    const char          *driver;   /* The driver's name, for its errors */
 } uct_gpumem_copy_req_t;
 
 
