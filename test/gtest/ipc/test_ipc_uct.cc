@@ -904,6 +904,43 @@ TEST_F(ipc_uct, put_get_zcopy_between_two_gpus_of_one_process) {
     device_free(local1);
 }
 
+/* Device memory of a GPU that does not reach the key's memory (GPUs 0 and
+ * 2 of a Minsky, on two sockets, no NVLink between them): the copy goes in
+ * steps through host memory, by an engine that reaches each side, as CUDA
+ * stages a copy between GPUs without peer access; every byte lands, and
+ * the refusal of the direct way is said once */
+TEST_F(ipc_uct, zcopy_from_a_gpu_that_does_not_reach_the_key_is_staged) {
+    GPUMEM_TEST_SKIP_UNLESS_EMU("topology of the case");
+    const size_t sizes[] = {1, 4099, (1 << 20) + 5, (3 << 20) + 7};
+    const size_t max     = (4 << 20);
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
+    gpumem_test::scoped_env topo("UCX_GPUMEM_TOPO_XML", GPUMEM_TEST_TOPO_DIR
+                                 "/hwloc-power8-minsky-4xP100-nvlink.xml");
+    remote_buffer on_gpu0;
+    uct_rkey_bundle_t rkey0;
+    char *local2;
+
+    open_uct();
+    topo.restore();
+    connect_to_self();
+    local2  = (char*)device_alloc(max, 2);
+    on_gpu0 = register_buffer(max, 0);
+    ASSERT_TRUE((local2 != NULL) && (on_gpu0.memh != NULL));
+    ASSERT_EQ(UCS_OK, unpack(on_gpu0.packed, &rkey0));
+
+    for (size_t size : sizes) {
+        SCOPED_TRACE(std::to_string(size) + " bytes");
+        put_get(m_ep, on_gpu0, rkey0.rkey, local2, size, 3);
+    }
+    EXPECT_EQ(1u, log.count({"000a:01:00.0", "does not reach",
+                             "0002:01:00.0"})) << log.text();
+    EXPECT_EQ(1u, log.size()) << log.text();
+
+    release(&rkey0);
+    unregister_buffer(on_gpu0);
+    device_free(local2);
+}
+
 /* The local side of a zero-copy may be host memory: the engine of the
  * process's GPU moves it */
 TEST_F(ipc_uct, put_get_zcopy_of_host_memory_and_a_peers_device_memory) {

@@ -18,6 +18,7 @@
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <unistd.h>
+#include <limits.h>
 #include <string.h>
 
 
@@ -132,21 +133,45 @@ uct_gpumem_ipc_ep_check_range(const uct_gpumem_ipc_rkey_t *key,
     return UCS_OK;
 }
 
+/* The first GPU of the process, other than @a not_gpu, whose mapping of the
+ * peer's memory the cache gives: its engine reaches the memory */
+static ucs_status_t
+uct_gpumem_ipc_ep_map_via(uct_gpumem_ipc_iface_t *iface,
+                          const uct_gpumem_ipc_rkey_t *key, unsigned not_gpu,
+                          unsigned *via_p, gpumem_region_t **mapping_p)
+{
+    uct_gpumem_context_t *context = iface->super.context;
+    unsigned via;
+
+    for (via = 0; via < context->num_gpus; ++via) {
+        if ((via != not_gpu) &&
+            (uct_gpumem_ipc_cache_map(iface->md->cache, key->entry, via,
+                                      mapping_p) == UCS_OK)) {
+            *via_p = via;
+            return UCS_OK;
+        }
+    }
+    return UCS_ERR_UNREACHABLE;
+}
+
 /* Where a copy runs and what it touches: the local buffer is device memory
  * of this process, whose GPU's engine moves the bytes, or host memory,
  * moved by the engine of the process's GPU; the remote range is reached
- * through that GPU's mapping of the peer's memory */
+ * through that GPU's mapping of the peer's memory. Where that GPU does not
+ * reach the peer's memory, another of the process's GPUs that does moves
+ * host memory itself, and stages device memory of the first (*staged_p);
+ * the peer's memory that no GPU of the process reaches is unreachable. */
 static ucs_status_t
 uct_gpumem_ipc_ep_resolve(uct_gpumem_ipc_iface_t *iface,
                           const uct_gpumem_ipc_rkey_t *key,
                           const void *buffer, uint64_t remote_addr,
                           size_t length, const char *op_name,
                           unsigned *gpu_p, int *local_dev_p,
-                          uint64_t *mapped_p)
+                          uint64_t *mapped_p, unsigned *staged_p)
 {
     gpumem_region_t *mapping;
     ucs_status_t status;
-    unsigned gpu;
+    unsigned gpu, via;
     int found;
 
     status = uct_gpumem_ipc_ep_check_range(key, remote_addr, length,
@@ -157,18 +182,103 @@ uct_gpumem_ipc_ep_resolve(uct_gpumem_ipc_iface_t *iface,
 
     found = uct_gpumem_context_find_gpu(iface->super.context, buffer);
     gpu   = (found < 0) ? iface->md->gpu : (unsigned)found;
+    via   = gpu;
 
     status = uct_gpumem_ipc_cache_map(iface->md->cache, key->entry, gpu,
                                       &mapping);
+    if (status == UCS_ERR_UNREACHABLE) {
+        status = uct_gpumem_ipc_ep_map_via(iface, key, gpu, &via, &mapping);
+        if (status != UCS_OK) {
+            ucs_error("gpumemipc: %s of %zu bytes at 0x%lx: no GPU of this "
+                      "process reaches the memory of that key", op_name,
+                      length, (unsigned long)remote_addr);
+        }
+    }
     if (status != UCS_OK) {
         return status;
     }
 
+    if ((via != gpu) && (found >= 0)) {
+        *staged_p = gpu;
+        gpu       = via;
+    } else {
+        *staged_p = UINT_MAX;
+        gpu       = via;
+    }
     *gpu_p       = gpu;
     *local_dev_p = (found >= 0);
     *mapped_p    = gpumem_region_address(mapping) +
                    (remote_addr - key->alloc_address);
     return UCS_OK;
+}
+
+/*
+ * A copy between the peer's memory and device memory of a GPU that does not
+ * reach it (@a local_gpu): in steps through host memory, which @a gpu, whose
+ * engine reaches the peer's memory, and @a local_gpu both reach, as CUDA
+ * stages a copy between two GPUs without peer access. Returns when the
+ * bytes landed.
+ */
+static ucs_status_t
+uct_gpumem_ipc_ep_staged_copy(uct_gpumem_ipc_iface_t *iface, unsigned gpu,
+                              unsigned local_gpu, uint64_t local,
+                              uint64_t mapped, size_t length, int is_put)
+{
+    gpumem_gpu_t *remote_engine = iface->super.context->gpus[gpu];
+    gpumem_gpu_t *local_engine  = iface->super.context->gpus[local_gpu];
+    size_t chunk                = ucs_min(length,
+                                          UCT_GPUMEM_IPC_STAGE_CHUNK);
+    ucs_status_t status         = UCS_OK;
+    size_t offset, size;
+    uint64_t stage;
+    void *buf;
+
+    buf = ucs_malloc(chunk, "gpumem_ipc_stage");
+    if (buf == NULL) {
+        ucs_error("gpumemipc: failed to allocate %zu bytes to stage a copy",
+                  chunk);
+        return UCS_ERR_NO_MEMORY;
+    }
+    stage = (uintptr_t)buf;
+
+    for (offset = 0; (offset < length) && (status == UCS_OK);
+         offset += size) {
+        size = ucs_min(chunk, length - offset);
+        if (is_put) {
+            status = gpumem_copy_sync(local_engine, stage, 0, local + offset,
+                                      1, size);
+            if (status == UCS_OK) {
+                status = gpumem_copy_sync(remote_engine, mapped + offset, 1,
+                                          stage, 0, size);
+            }
+        } else {
+            status = gpumem_copy_sync(remote_engine, stage, 0,
+                                      mapped + offset, 1, size);
+            if (status == UCS_OK) {
+                status = gpumem_copy_sync(local_engine, local + offset, 1,
+                                          stage, 0, size);
+            }
+        }
+    }
+
+    ucs_free(buf);
+    return status;
+}
+
+/* A copy that returns when its bytes landed, staged where it must be */
+static ucs_status_t
+uct_gpumem_ipc_ep_copy_sync(uct_gpumem_ipc_iface_t *iface, unsigned gpu,
+                            unsigned staged, uint64_t local, int local_dev,
+                            uint64_t mapped, size_t length, int is_put)
+{
+    if (staged != UINT_MAX) {
+        return uct_gpumem_ipc_ep_staged_copy(iface, gpu, staged, local,
+                                             mapped, length, is_put);
+    }
+    return is_put ? uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1, local,
+                                              local_dev, length) :
+                    uct_gpumem_ipc_iface_copy(iface, gpu, local, local_dev,
+                                              mapped, 1, length);
 }
 
 static void uct_gpumem_ipc_ep_trace(const uct_gpumem_ipc_ep_t *ep,
@@ -198,8 +308,8 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     const char *op_name              = is_put ? "put_zcopy" : "get_zcopy";
     uint64_t local, mapped;
     ucs_status_t status;
+    unsigned gpu, staged;
     size_t length;
-    unsigned gpu;
     int local_dev;
 
     UCT_GPUMEM_CHECK_IOV_SIZE(iovcnt, 1ul, op_name);
@@ -221,13 +331,21 @@ uct_gpumem_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iov[0].buffer, remote_addr,
                                        length, op_name, &gpu, &local_dev,
-                                       &mapped);
+                                       &mapped, &staged);
     if (status != UCS_OK) {
         return status;
     }
 
     local = (uintptr_t)iov[0].buffer;
-    if (is_put) {
+    if (staged != UINT_MAX) {
+        if (is_put) {
+            UCT_TL_EP_STAT_OP(&ep->super.super, PUT, ZCOPY, length);
+        } else {
+            UCT_TL_EP_STAT_OP(&ep->super.super, GET, ZCOPY, length);
+        }
+        status = uct_gpumem_ipc_ep_staged_copy(iface, gpu, staged, local,
+                                               mapped, length, is_put);
+    } else if (is_put) {
         UCT_TL_EP_STAT_OP(&ep->super.super, PUT, ZCOPY, length);
         status = uct_gpumem_ipc_iface_post(iface, &ep->super, gpu, mapped, 1, local,
                                            local_dev, length, key->entry,
@@ -285,7 +403,7 @@ ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
     ucs_status_t status;
     uint64_t mapped;
-    unsigned gpu;
+    unsigned gpu, staged;
     int local_dev;
 
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_PUT_MAX_SHORT, "put_short");
@@ -300,14 +418,14 @@ ucs_status_t uct_gpumem_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     /* The buffer may be device memory: the engine reads it, not the CPU */
     status = uct_gpumem_ipc_ep_resolve(iface, key, buffer, remote_addr,
                                        length, "put_short", &gpu, &local_dev,
-                                       &mapped);
+                                       &mapped, &staged);
     if (status != UCS_OK) {
         return status;
     }
 
     UCT_TL_EP_STAT_OP(&ep->super.super, PUT, SHORT, length);
-    status = uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1,
-                                       (uintptr_t)buffer, local_dev, length);
+    status = uct_gpumem_ipc_ep_copy_sync(iface, gpu, staged, (uintptr_t)buffer,
+                                         local_dev, mapped, length, 1);
     uct_gpumem_ipc_ep_trace(ep, "put_short", length, 1, remote_addr, status);
     return status;
 }
@@ -324,7 +442,7 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     ucs_status_t status;
     uint64_t mapped;
     size_t length;
-    unsigned gpu;
+    unsigned gpu, staged;
     int local_dev;
 
     length = pack_cb(iface->super.bounce, arg);
@@ -339,7 +457,7 @@ ssize_t uct_gpumem_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iface->super.bounce, remote_addr,
                                        length, "put_bcopy", &gpu, &local_dev,
-                                       &mapped);
+                                       &mapped, &staged);
     if (status == UCS_OK) {
         UCT_TL_EP_STAT_OP(&ep->super.super, PUT, BCOPY, length);
         status = uct_gpumem_ipc_iface_copy(iface, gpu, mapped, 1,
@@ -365,7 +483,7 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
     const uct_gpumem_ipc_rkey_t *key = (const uct_gpumem_ipc_rkey_t*)rkey;
     ucs_status_t status;
     uint64_t mapped;
-    unsigned gpu;
+    unsigned gpu, staged;
     int local_dev;
 
     UCT_GPUMEM_CHECK_LENGTH(length, UCT_GPUMEM_IPC_MAX_BCOPY, "get_bcopy");
@@ -380,7 +498,7 @@ ucs_status_t uct_gpumem_ipc_ep_get_bcopy(uct_ep_h tl_ep,
 
     status = uct_gpumem_ipc_ep_resolve(iface, key, iface->super.bounce, remote_addr,
                                        length, "get_bcopy", &gpu, &local_dev,
-                                       &mapped);
+                                       &mapped, &staged);
     if (status == UCS_OK) {
         UCT_TL_EP_STAT_OP(&ep->super.super, GET, BCOPY, length);
         status = uct_gpumem_ipc_iface_copy(iface, gpu,

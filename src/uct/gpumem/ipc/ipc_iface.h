@@ -29,6 +29,9 @@
  * packing UCP does with the CPU. */
 #define UCT_GPUMEM_IPC_PUT_MAX_SHORT  (16 * UCS_KBYTE)
 #define UCT_GPUMEM_IPC_MAX_BCOPY      (16 * UCS_KBYTE)
+/* Host memory a copy between a GPU and memory it does not reach goes
+ * through, at most at a time */
+#define UCT_GPUMEM_IPC_STAGE_CHUNK    (1 * UCS_MBYTE)
 
 /* Active messages: a short one's header and payload, and a bcopy one's
  * packed bytes, fill one slot of the peer's receive FIFO */
