@@ -14,6 +14,7 @@
 #include <common/temp_dir.h>
 
 extern "C" {
+#include <ucs/sys/math.h>
 #include <ucs/sys/topo/base/topo.h>
 #include <ucm/api/ucm.h>
 #include <ucs/memory/memtype_cache.h>
@@ -367,6 +368,30 @@ TEST_F(md, registration_past_a_device_allocation_is_refused) {
               uct_md_mem_reg(m_md, address, 4096,
                              UCT_MD_MEM_ACCESS_ALL |
                              UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
+}
+
+/* UCP's registration cache rounds a range out to its alignment: an 8-byte
+ * allocation is registered as 16 bytes, which the allocation's block holds;
+ * past the block is another allocation's, and refused */
+TEST_F(md, registration_rounded_out_within_the_allocations_block_is_held) {
+    uct_allocated_memory_t mem;
+    size_t length = 8;
+    uct_mem_h memh;
+    char *address;
+
+    ASSERT_NO_FATAL_FAILURE(open());
+    address = (char*)alloc(&length, &mem);
+    ASSERT_LE(8u, length);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, address,
+                                     ucs_align_up_pow2(length, 16),
+                                     UCT_MD_MEM_ACCESS_ALL, &memh));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_md_mem_reg(m_md, address,
+                             ucs_align_up_pow2(length, 256) + 1,
+                             UCT_MD_MEM_ACCESS_ALL |
+                             UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
+    uct_mem_free(&mem);
 }
 
 /* UCX's own topology sees each GPU of the topology as a system device */

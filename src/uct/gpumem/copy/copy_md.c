@@ -149,12 +149,13 @@ uct_gpumem_md_mem_reg_flags(uct_md_h uct_md, void *address, size_t length,
     int gpu, own;
 
     /* Device memory is registered only within one allocation: the core's,
-     * or the application's own as the driver knows it */
+     * or the application's own as the driver knows it, to the end of its
+     * last block (gpumem_alloc_holds) */
     gpu = uct_gpumem_context_find_gpu(md->context, address);
     if ((gpu >= 0) &&
         ((gpumem_find_allocation(md->context->gpus[gpu], start, &base, &size,
                                  NULL, &own) != UCS_OK) ||
-         (length > (base + size - start)))) {
+         !gpumem_alloc_holds(base, size, start, length))) {
         ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
                 "gpumem: cannot register %zu bytes at %p: no allocation of "

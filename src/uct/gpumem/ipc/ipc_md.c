@@ -155,7 +155,8 @@ uct_gpumem_ipc_md_mem_reg_flags(uct_md_h uct_md, void *address,
     if (region != NULL) {
         alloc_address = gpumem_region_address(region);
         alloc_size    = gpumem_region_size(region);
-        status        = (length > alloc_address + alloc_size - start) ?
+        status        = !gpumem_alloc_holds(alloc_address, alloc_size, start,
+                                            length) ?
                         UCS_ERR_INVALID_ADDR :
                         gpumem_export(region, memh->key.handle,
                                       &memh->key.handle_len);
@@ -165,8 +166,7 @@ uct_gpumem_ipc_md_mem_reg_flags(uct_md_h uct_md, void *address,
                                     &alloc_address, &alloc_size);
     }
     if ((status == UCS_OK) &&
-        ((start < alloc_address) ||
-         (length > alloc_address + alloc_size - start))) {
+        !gpumem_alloc_holds(alloc_address, alloc_size, start, length)) {
         status = UCS_ERR_INVALID_ADDR;
     }
     if (status != UCS_OK) {
@@ -185,7 +185,10 @@ uct_gpumem_ipc_md_mem_reg_flags(uct_md_h uct_md, void *address,
     memh->key.alloc_address = alloc_address;
     memh->key.alloc_size    = alloc_size;
     memh->key.address       = start;
-    memh->key.length        = length;
+    /* The key gives the allocation's bytes only: the rest of its last
+     * block, which a rounded registration covers, is no memory to reach */
+    memh->key.length        = ucs_min(length,
+                                      alloc_address + alloc_size - start);
     *memh_p                 = memh;
     ucs_trace("gpumem_ipc: registered %zu bytes at %p on GPU %d", length,
               address, gpu);

@@ -217,6 +217,24 @@ ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
  */
 int gpumem_device_addr_gpu(gpumem_driver_t *driver, const void *address);
 
+/* Allocations of device memory begin on a boundary of this many bytes
+ * (cudaMalloc's, the core's and the emu's pages): none begins in the rest
+ * of the block where another ends */
+#define GPUMEM_ALLOC_BLOCK  256
+
+/* Whether the @a length bytes at @a start lie in the allocation of @a size
+ * bytes at @a base, to the end of its last block: UCP's registration cache
+ * rounds a range out to its alignment (an 8-byte cudaMalloc is registered
+ * as 16 bytes) */
+static inline int gpumem_alloc_holds(uint64_t base, size_t size,
+                                     uint64_t start, size_t length)
+{
+    uint64_t end = (base + size + GPUMEM_ALLOC_BLOCK - 1) &
+                   ~(uint64_t)(GPUMEM_ALLOC_BLOCK - 1);
+
+    return (start >= base) && (start < end) && (length <= end - start);
+}
+
 /* The GPU address of the region's first byte */
 uint64_t gpumem_region_address(const gpumem_region_t *region);
 size_t gpumem_region_size(const gpumem_region_t *region);
