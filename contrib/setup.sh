@@ -3,8 +3,9 @@
 #
 # Installs the Debian packages the build, tests, demo and benchmarks need,
 # and unpacks the UCX source package matching the installed UCX, whose
-# internal headers the plugin compiles against. Running it again does
-# nothing when everything is in place.
+# internal headers the plugin compiles against, and Open MPI's, which the
+# OSU tests build with CUDA. Running it again does nothing when everything
+# is in place.
 set -euo pipefail
 
 GPUMEM_CACHE_DIR=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}
@@ -16,7 +17,7 @@ PACKAGES=(
     libhwloc-dev hwloc bzip2
     libibverbs-dev rdma-core ibverbs-utils
     libgtest-dev
-    openmpi-bin libopenmpi-dev
+    openmpi-bin libopenmpi-dev libpmix-dev libevent-dev
     dpkg-dev xz-utils
     graphviz python3 gnuplot-nox
     qemu-system-x86 debootstrap cpio kmod zstd
@@ -102,32 +103,67 @@ install_packages() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
 }
 
-# Unpacks ucx_<upstream>.orig.tar.gz of the installed version into
-# $GPUMEM_CACHE_DIR/ucx-<upstream>.
-fetch_ucx_source() {
-    local version upstream dest tmp orig
-    version=$(dpkg-query -W -f='${Version}' libucx-dev)
-    upstream=${version%-*}
-    upstream=${upstream#*:}
-    dest=$GPUMEM_CACHE_DIR/ucx-$upstream
-    if [ -f "$dest/src/uct/base/uct_md.h" ]; then
-        log "UCX $upstream source present in $dest"
+# The upstream version of an installed package
+upstream_version() {
+    local version
+    version=$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null) || return 1
+    version=${version%-*}
+    echo "${version#*:}"
+}
+
+# Unpacks <source>_<upstream>.orig.tar.* of the installed version of the
+# binary package BINARY into $GPUMEM_CACHE_DIR/<source>-<upstream>, unless
+# the file MARKER is there already.
+#   fetch_source SOURCE BINARY MARKER
+fetch_source() {
+    local source=$1 binary=$2 marker=$3 version upstream dest tmp orig
+    version=$(dpkg-query -W -f='${source:Version}' "$binary")
+    upstream=$(upstream_version "$binary")
+    dest=$GPUMEM_CACHE_DIR/$source-$upstream
+    if [ -f "$dest/$marker" ]; then
+        log "$source $upstream source present in $dest"
         return 0
     fi
-    if ensure_deb_src || ! apt-cache showsrc "ucx=$version" >/dev/null 2>&1; then
+    if ensure_deb_src ||
+       ! apt-cache showsrc "$source=$version" >/dev/null 2>&1; then
         apt-get update -q
     fi
     tmp=$(mktemp -d)
     chmod 755 "$tmp"  # apt fetches as _apt
     trap 'rm -rf "$tmp"' RETURN
-    (cd "$tmp" && apt-get source -q --download-only "ucx=$version")
-    orig=$(ls "$tmp"/ucx_*.orig.tar.* | head -n 1)
+    (cd "$tmp" && apt-get source -q --download-only "$source=$version")
+    orig=$(ls "$tmp"/"$source"_*.orig.tar.* | head -n 1)
     mkdir -p "$tmp/x"
     tar -xf "$orig" -C "$tmp/x"
     mkdir -p "$GPUMEM_CACHE_DIR"
     rm -rf "$dest"
     mv "$tmp"/x/* "$dest"
-    log "UCX $upstream source unpacked into $dest"
+    log "$source $upstream source unpacked into $dest"
+}
+
+# The OSU micro-benchmarks' archive, where the project's machine keeps it
+# (../shared/osu beside the source tree), checked against its SHA256SUMS
+# and copied into $GPUMEM_CACHE_DIR/osu-src for the tests; without it,
+# make check-osu skips saying why.
+OSU_DIR=$(cd "$(dirname "$0")/../.." && pwd)/shared/osu
+OSU_ARCHIVE=osu-micro-benchmarks-7.4.tar.gz
+
+fetch_osu_archive() {
+    local dest=$GPUMEM_CACHE_DIR/osu-src
+    [ ! -f "$dest/$OSU_ARCHIVE" ] || return 0
+    if [ ! -f "$OSU_DIR/$OSU_ARCHIVE" ]; then
+        log "no OSU archive in $OSU_DIR: make check-osu skips"
+        return 0
+    fi
+    if ! (cd "$OSU_DIR" && grep " $OSU_ARCHIVE\$" SHA256SUMS |
+              sha256sum -c --quiet -); then
+        log "$OSU_DIR/$OSU_ARCHIVE does not match its SHA256SUMS: not used"
+        return 0
+    fi
+    mkdir -p "$dest"
+    cp "$OSU_DIR/$OSU_ARCHIVE" "$dest/$OSU_ARCHIVE.tmp"
+    mv "$dest/$OSU_ARCHIVE.tmp" "$dest/$OSU_ARCHIVE"
+    log "OSU archive copied into $dest"
 }
 
 # NVIDIA's nvml.h, from Debian's libnvidia-ml-dev (component non-free),
@@ -174,15 +210,16 @@ fetch_nvml_header() {
     log "nvml.h of $(basename "$deb") in $NVML_DIR/include"
 }
 
-ucx_source_present() {
-    local version upstream
-    version=$(dpkg-query -W -f='${Version}' libucx-dev 2>/dev/null) || return 1
-    upstream=${version%-*}
-    upstream=${upstream#*:}
-    [ -f "$GPUMEM_CACHE_DIR/ucx-$upstream/src/uct/base/uct_md.h" ]
+sources_present() {
+    local ucx ompi
+    ucx=$(upstream_version libucx-dev) || return 1
+    ompi=$(upstream_version libopenmpi-dev) || return 1
+    [ -f "$GPUMEM_CACHE_DIR/ucx-$ucx/src/uct/base/uct_md.h" ] &&
+    [ -f "$GPUMEM_CACHE_DIR/openmpi-$ompi/configure" ]
 }
 
-if [ -z "$(missing_packages)" ] && ucx_source_present &&
+fetch_osu_archive
+if [ -z "$(missing_packages)" ] && sources_present &&
    [ -f "$NVML_DIR/include/nvml.h" ]; then
     log "ready (nothing to do)"
     exit 0
@@ -192,6 +229,9 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 install_packages
-fetch_ucx_source
+fetch_source ucx libucx-dev src/uct/base/uct_md.h
+# Open MPI's, for the CUDA-aware Open MPI of make check-osu
+# (contrib/ompi-cuda.sh)
+fetch_source openmpi libopenmpi-dev configure
 fetch_nvml_header
 log "ready"

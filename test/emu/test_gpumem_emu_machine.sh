@@ -17,8 +17,8 @@ print(rt.cudaGetDeviceCount(ctypes.byref(n)), n.value)'
 
 if [ ! -e "$build/emu/.libs/libcudart.so.13" ] || ! command -v python3 \
         >/dev/null; then
-    skip "gpumem-emu's GPUs counted by the emulated CUDA runtime (no" \
-         "emulated libcudart.so.13, or no python3)"
+    skip "gpumem-emu's GPUs counted by the emulated CUDA runtime (no\
+ emulated libcudart.so.13, or no python3)"
 else
     for args in "" "--gpus 1" "--gpus 4" "--gpus 16" \
                 "--topology $srcdir/test/topologies/hwloc-nvidiaDGX2-16xV100-nvswitch.xml"; do
