@@ -43,6 +43,8 @@ struct uct_gpumem_ipc_cache_entry {
     int               stale;         /* Out of the handles: goes when idle */
     pid_t             owner;
     gpumem_pci_addr_t gpu;           /* The owner's GPU */
+    unsigned          home;          /* The process's GPU it was mapped on
+                                        first, which reaches it */
     uint64_t          alloc_address; /* At the owner's addresses */
     size_t            alloc_size;
     size_t            handle_len;
@@ -395,7 +397,7 @@ ucs_status_t uct_gpumem_ipc_cache_get(uct_gpumem_ipc_cache_t *cache,
     uct_gpumem_ipc_cache_entry_t *entry;
     ucs_status_t status;
     khiter_t iter;
-    int ret;
+    int ret, home;
 
     pthread_mutex_lock(&cache->lock);
     ++uct_gpumem_ipc_counters.unpacks;
@@ -405,7 +407,7 @@ ucs_status_t uct_gpumem_ipc_cache_get(uct_gpumem_ipc_cache_t *cache,
         entry = kh_val(&cache->handles, iter);
         /* The mapping is reused only while it maps what the handle named;
          * else it leaves the cache and the handle is imported anew */
-        if (gpumem_region_check(entry->regions[cache->gpu]) == UCS_OK) {
+        if (gpumem_region_check(entry->regions[entry->home]) == UCS_OK) {
             uct_gpumem_ipc_entry_hold(cache, entry);
             ++uct_gpumem_ipc_counters.hits;
             goto out;
@@ -433,7 +435,17 @@ ucs_status_t uct_gpumem_ipc_cache_get(uct_gpumem_ipc_cache_t *cache,
     entry->handle_len    = key->handle_len;
     memcpy(entry->handle, key->handle, key->handle_len);
 
-    status = uct_gpumem_ipc_cache_import(cache, entry, cache->gpu);
+    /* Mapped first on the cache's GPU, else on one of the process's GPUs
+     * that reaches the memory (a copy of another is staged through it);
+     * UCP takes "unreachable" for "not this way" and moves the data
+     * another way */
+    home = uct_gpumem_ipc_gpu_reaching(cache->context, cache->gpu, &key->gpu);
+    if (home < 0) {
+        status = UCS_ERR_UNREACHABLE;
+        goto err_free;
+    }
+    entry->home = home;
+    status      = uct_gpumem_ipc_cache_import(cache, entry, entry->home);
     if (status != UCS_OK) {
         goto err_free;
     }
@@ -442,8 +454,8 @@ ucs_status_t uct_gpumem_ipc_cache_get(uct_gpumem_ipc_cache_t *cache,
                   uct_gpumem_ipc_entry_handle(entry), &ret);
     if (ret == UCS_KH_PUT_FAILED) {
         ucs_error("gpumem_ipc: failed to add to the mapping cache");
-        gpumem_free(cache->context->gpus[cache->gpu],
-                    entry->regions[cache->gpu]);
+        gpumem_free(cache->context->gpus[entry->home],
+                    entry->regions[entry->home]);
         status = UCS_ERR_NO_MEMORY;
         goto err_free;
     }

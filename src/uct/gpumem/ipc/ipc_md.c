@@ -364,14 +364,6 @@ uct_gpumem_ipc_rkey_unpack_key(uct_component_t *uct_component,
         goto err_put_cache;
     }
 
-    /* UCP takes this for "not this way" and moves the data another way */
-    if (!uct_gpumem_ipc_gpu_reaches(uct_gpumem_ipc_cache_context(cache),
-                                    uct_gpumem_ipc_cache_gpu(cache), &key.gpu,
-                                    NULL)) {
-        status = UCS_ERR_UNREACHABLE;
-        goto err_put_cache;
-    }
-
     rkey = ucs_malloc(sizeof(*rkey), "gpumem_ipc_rkey");
     if (rkey == NULL) {
         ucs_error("gpumem_ipc: failed to allocate a remote key");

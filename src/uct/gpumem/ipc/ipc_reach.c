@@ -197,6 +197,23 @@ int uct_gpumem_ipc_gpu_reaches(uct_gpumem_context_t *context, unsigned gpu,
     return 1;
 }
 
+int uct_gpumem_ipc_gpu_reaching(uct_gpumem_context_t *context, unsigned first,
+                                const gpumem_pci_addr_t *peer)
+{
+    unsigned gpu;
+
+    if (uct_gpumem_ipc_gpu_reaches(context, first, peer, NULL)) {
+        return first;
+    }
+    for (gpu = 0; gpu < context->num_gpus; ++gpu) {
+        if ((gpu != first) &&
+            uct_gpumem_ipc_gpu_reaches(context, gpu, peer, NULL)) {
+            return gpu;
+        }
+    }
+    return -1;
+}
+
 void uct_gpumem_ipc_best_path(uct_gpumem_context_t *context, unsigned gpu,
                               uct_gpumem_ipc_path_t *path)
 {

@@ -42,6 +42,12 @@ int uct_gpumem_ipc_gpu_reaches(uct_gpumem_context_t *context, unsigned gpu,
                                const gpumem_pci_addr_t *peer,
                                uct_gpumem_ipc_path_t *path_p);
 
+/* The GPU of the process that reaches the memory of @a peer: @a first if
+ * it does, else the first other that does (each refusal said once at diag
+ * level), or -1 */
+int uct_gpumem_ipc_gpu_reaching(uct_gpumem_context_t *context, unsigned first,
+                                const gpumem_pci_addr_t *peer);
+
 /**
  * The path UCP most likely uses from the process's GPU @a gpu: the best
  * one to another GPU that it reaches, or to its own memory where it reaches
