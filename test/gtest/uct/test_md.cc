@@ -383,12 +383,12 @@ TEST_F(md, registration_rounded_out_within_the_allocations_block_is_held) {
     address = (char*)alloc(&length, &mem);
     ASSERT_LE(8u, length);
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, address,
-                                     ucs_align_up_pow2(length, 16),
+                                     (length + 15) / 16 * 16,
                                      UCT_MD_MEM_ACCESS_ALL, &memh));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               uct_md_mem_reg(m_md, address,
-                             ucs_align_up_pow2(length, 256) + 1,
+                             (length + 255) / 256 * 256 + 1,
                              UCT_MD_MEM_ACCESS_ALL |
                              UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
     uct_mem_free(&mem);
