@@ -13,8 +13,10 @@ cd "$(dirname "$0")/.."
 plugin=$PWD/src/uct/gpumem/.libs/libuct_gpumem.so
 export GPUMEM_PLUGIN=$plugin
 preload=./src/tools/gpumem-preload
-# The build's emulator: gpumem-emu runs a program on its GPUs
-emu() { GPUMEM_EMU_DIR=$PWD/emu/.libs ./emu/gpumem-emu "$@"; }
+# The build's emulator: gpumem-emu runs a program on its GPUs, here with the
+# plugin's emu driver (the demo's processes are a fork's, where a CUDA
+# driver does not run)
+emu() { GPUMEM_EMU_DIR=$PWD/emu/.libs ./emu/gpumem-emu --driver emu "$@"; }
 
 echo
 echo "== UCX's memory domains with gpumem on a machine without GPU =="

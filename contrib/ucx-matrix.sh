@@ -206,11 +206,14 @@ run_version() {
         result+="; UCX cuda FAILED ($(ucx_cuda_counts "$build/ucx-cuda.log"))"
     fi
 
-    # On the build's emulated GPUs, through gpumem-emu
-    local emu=(env GPUMEM_EMU_DIR="$gpumem/emu/.libs" "$gpumem/emu/gpumem-emu")
+    # On the build's emulated GPUs, through gpumem-emu, with the emu driver
+    # (the demo's processes are a fork's, where a CUDA driver does not run)
+    local emu=(env GPUMEM_EMU_DIR="$gpumem/emu/.libs" "$gpumem/emu/gpumem-emu"
+               --driver emu)
     if (cd "$gpumem" && shm=$(mktemp -d) &&
-        UCX_GPUMEM_EMU_SHM_DIR="$shm" UCX_TLS=posix,gpumemcpy,gpumemipc \
-            timeout 180 "${emu[@]}" ./examples/gpumem_demo 4m 5; rc=$?;
+        UCX_TLS=posix,gpumemcpy,gpumemipc \
+            timeout 180 "${emu[@]}" --dir "$shm/machine" -- \
+            ./examples/gpumem_demo 4m 5; rc=$?;
         rm -rf "$shm"; exit $rc) >"$build/demo.log" 2>&1 &&
        grep -q "passed" "$build/demo.log"; then
         result+="; demo ok"
@@ -222,8 +225,9 @@ run_version() {
                 "$gpumem/src/tools/gpumem-preload")
     if [ "$loads" = yes ]; then
         if (shm=$(mktemp -d); unset LD_PRELOAD;
-            UCX_GPUMEM_EMU_SHM_DIR="$shm" UCX_PLUGIN_PATH="$gpumem/src/uct/gpumem/.libs" \
-                "${emu[@]}" ucx_info -d; rm -rf "$shm") >"$build/native.log" 2>&1 &&
+            UCX_PLUGIN_PATH="$gpumem/src/uct/gpumem/.libs" \
+                "${emu[@]}" --dir "$shm/machine" -- ucx_info -d;
+            rm -rf "$shm") >"$build/native.log" 2>&1 &&
            grep -q "^# Memory domain: gpumem$" "$build/native.log" &&
            grep -q "Transport: gpumemipc" "$build/native.log"; then
             result+="; native load ok"
