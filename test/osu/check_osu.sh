@@ -15,9 +15,11 @@
 #
 # Usage: check_osu.sh BUILDDIR SRCDIR CUDA_DIR
 #   OSU_TARBALL: the OSU 7.4 archive (default: ../shared/osu/ beside the
-#   source tree, else the copy contrib/setup.sh made); GPUMEM_CACHE_DIR: the set-up cache, where Open MPI and
-#   OSU are built once; OSU_FILTER: an extended regular expression, runs
-#   whose names do not match are left out.
+#   source tree, else the copy contrib/setup.sh made); GPUMEM_CACHE_DIR:
+#   the set-up cache, where Open MPI and OSU are built once; OSU_FILTER: an
+#   extended regular expression, runs whose names do not match are left
+#   out; OSU_REAL_GPU=1: on the machine's own GPUs (test/device/run), the
+#   runs of emulated machines left out.
 #
 # See file LICENSE for terms.
 set -u
@@ -27,37 +29,15 @@ srcdir=$2
 cuda=$3
 . "$srcdir/test/tools/test_report.sh"
 
-cache=${GPUMEM_CACHE_DIR:-/var/cache/gpumem}
-archive=osu-micro-benchmarks-7.4.tar.gz
-tarball=${OSU_TARBALL:-$srcdir/../shared/osu/$archive}
-[ -n "${OSU_TARBALL:-}" ] || [ -r "$tarball" ] ||
-    tarball=$cache/osu-src/$archive
 filter=${OSU_FILTER:-.}
 
-if [ ! -r "$tarball" ]; then
-    skip "OSU micro-benchmarks (no archive at $tarball; set OSU_TARBALL)"
-    exit 0
-fi
-if [ ! -e "$build/emu/.libs/libcuda.so.1" ] ||
-   ! ls "$build"/emu/.libs/libcudart.so.* >/dev/null 2>&1; then
-    skip "OSU micro-benchmarks (this build has no emulated CUDA runtime)"
-    exit 0
-fi
-ompi_version=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev \
-                   2>/dev/null | sed 's/-[^-]*$//; s/^[0-9]*://')
-ompi_src=$cache/openmpi-$ompi_version
-if [ -z "$ompi_version" ] || [ ! -f "$ompi_src/configure" ]; then
-    skip "OSU micro-benchmarks (no Open MPI source in $cache:\
- contrib/setup.sh unpacks it)"
-    exit 0
-fi
-
-ompi=$("$srcdir/contrib/ompi-cuda.sh" "$ompi_src" "$cuda" | tail -n 1) &&
-    [ -x "$ompi/bin/mpirun" ] || { fail "a CUDA-aware Open MPI builds"; exit 1; }
-osu=$("$srcdir/contrib/osu-build.sh" "$tarball" "$ompi" "$cuda" | tail -n 1) &&
-    [ -d "$osu/libexec/osu-micro-benchmarks/mpi" ] ||
-    { fail "the OSU micro-benchmarks build"; exit 1; }
-bin=$osu/libexec/osu-micro-benchmarks/mpi
+# $ompi, $osu and $bin, built once into the set-up cache, or a skip
+. "$srcdir/test/osu/osu_env.sh"
+osu_env_setup "$build" "$srcdir" "$cuda"
+case $? in
+1) exit 0 ;;
+2) exit 1 ;;
+esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-osu.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
@@ -75,20 +55,22 @@ sizes() {
     done
 }
 
-# osu NAME NP EMU_OPTIONS TLS BENCH MIN MAX ARG...: one run, judged
+# osu NAME NP EMU_OPTIONS TLS BENCH MIN MAX ARG...: one run, judged (and,
+# where $expect_line is set, its output must have that line)
 osu() {
     local name=$1 np=$2 machine=$3 tls=$4 bench=$5 min=$6 max=$7
     local out=$work/run.out validate=no want got bad rc
     shift 7
     echo "$name" | grep -Eq -- "$filter" || return 0
 
-    if "$build/emu/gpumem-emu" "$bin/$bench" --help 2>/dev/null |
+    # shellcheck disable=SC2046
+    if $(gpus "") "$bin/$bench" --help 2>/dev/null |
             grep -q -- '--validation'; then
         validate=yes
         set -- -c "$@"
     fi
     # shellcheck disable=SC2086
-    timeout -k 10 180 "$build/emu/gpumem-emu" $machine -- \
+    timeout -k 10 180 $(gpus "$machine") \
         "$ompi/bin/mpirun" --allow-run-as-root --oversubscribe \
             --bind-to none -np "$np" \
             --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
@@ -110,12 +92,33 @@ osu() {
         fail "$name" "sizes reported: '$got', wanted '$want'"
     elif [ -n "$bad" ]; then
         fail "$name" "not validated at sizes $bad"
+    elif [ -n "${expect_line:-}" ] && ! grep -q -- "$expect_line" "$out"; then
+        fail "$name" "no line saying '$expect_line'"
     else
         pass "$name ($(echo "$want" | wc -w) sizes$([ $validate = yes ] &&
               echo ", each validated"))"
         return 0
     fi
     sed 's/^/    /' "$out" | tail -n 25
+}
+
+# The command that gives a run its GPUs: gpumem-emu with EMU_OPTIONS, or,
+# with OSU_REAL_GPU set (test/device/run on a GPU machine), the machine's
+# own through the cuda driver
+gpus() {
+    if [ -n "${OSU_REAL_GPU:-}" ]; then
+        echo env UCX_GPUMEM_DRIVER=cuda
+    else
+        echo "$build/emu/gpumem-emu $1 --"
+    fi
+}
+
+# emulated_only WHAT: whether a run of emulated machines is to be run; on
+# a real GPU, a SKIP line saying so
+emulated_only() {
+    [ -n "${OSU_REAL_GPU:-}" ] || return 0
+    skip "$1: emulated machines only"
+    return 1
 }
 
 # osu_refused NAME EMU_OPTIONS TLS PATTERN BENCH ARG...: a run that must
@@ -125,7 +128,7 @@ osu_refused() {
     shift 5
     echo "$name" | grep -Eq -- "$filter" || return 0
     # shellcheck disable=SC2086
-    timeout -k 10 180 "$build/emu/gpumem-emu" $machine -- \
+    timeout -k 10 180 $(gpus "$machine") \
         "$ompi/bin/mpirun" --allow-run-as-root --oversubscribe \
             --bind-to none -np 2 \
             --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
@@ -209,8 +212,11 @@ pt2pt "2 ranks, 2 GPUs" 2 "--gpus 2" "" "D D" "D H" "H D"
 collectives "2 ranks, 2 GPUs" 2 "--gpus 2" ""
 one_sided "2 ranks, 2 GPUs" "--gpus 2" ""
 
-# 4 ranks on 4 GPUs, and 4 sharing 2
-for machine in "--gpus 4" "--gpus 2"; do
+# 4 ranks on 4 GPUs, and 4 sharing 2 (on a real GPU machine, 4 ranks on
+# its GPUs)
+machines=("--gpus 4" "--gpus 2")
+[ -z "${OSU_REAL_GPU:-}" ] || machines=("--gpus 2")
+for machine in "${machines[@]}"; do
     name="4 ranks, ${machine#--gpus } GPUs"
     collectives "$name" 4 "$machine" ""
     osu "$name: osu_multi_lat -d cuda D D" 4 "$machine" "" \
@@ -245,22 +251,32 @@ osu_refused "UCX_TLS=sm,self,gpumemipc: osu_latency -d cuda D D" "--gpus 2" \
 # cudaMalloc are no memory of the driver's GPUs, which UCP hands it by their
 # type; each copy is an error naming the addresses and the driver, and the
 # validation fails, never a signal
+emulated_only "the emu driver under a CUDA program" &&
 osu_refused "UCX_GPUMEM_DRIVER=emu: osu_latency -c -d cuda D D" \
     "--gpus 2 --driver emu" "" \
     "neither is device memory of the emu driver's GPUs" \
     pt2pt/osu_latency -c -d cuda -m 1:64 -i 2 -x 1 D D
 
-# GPUs that do not reach each other (two sockets, the CPU does not forward
-# peer requests between them): the data is staged, nothing is lost
-unreachable="--topology $srcdir/test/topologies/mpibind-pascal-2xBDW-2xP100-1xIB.xml"
-name="GPUs that do not reach each other"
-for bench in osu_latency osu_bw osu_bibw; do
-    osu "$name: $bench -d cuda D D" 2 "$unreachable" "" \
-        "pt2pt/$bench" 1 "$PT2PT_MAX" -i 10 -x 2 -d cuda D D
-done
-osu "$name: osu_allreduce -d cuda -T mpi_float" 2 "$unreachable" "" \
-    collective/osu_allreduce 4 "$COLL_MAX" -i 5 -x 2 -d cuda -T mpi_float
-osu "$name: osu_put_latency -w create -d cuda D D" 2 "$unreachable" "" \
-    one-sided/osu_put_latency 1 "$PT2PT_MAX" -i 10 -x 2 -w create -d cuda D D
+# GPUs that do not reach each other (the IOMMU translates the peer requests
+# of one; gpumem_ipc says so at diag level): the data is staged through host
+# memory, nothing is lost
+if emulated_only "GPUs that do not reach each other"; then
+    unreachable="--topology $srcdir/test/topologies/mpibind-pascal-2xBDW-2xP100-1xIB.xml"
+    unreachable+=" --facts $srcdir/test/topologies/mpibind-pascal-iommu.facts"
+    name="GPUs that do not reach each other"
+    export UCX_LOG_LEVEL=diag
+    expect_line="does not reach the memory of GPU"
+    for bench in osu_latency osu_bw osu_bibw; do
+        osu "$name: $bench -d cuda D D" 2 "$unreachable" "" \
+            "pt2pt/$bench" 1 "$PT2PT_MAX" -i 10 -x 2 -d cuda D D
+    done
+    osu "$name: osu_put_latency -w create -d cuda D D" 2 "$unreachable" "" \
+        one-sided/osu_put_latency 1 "$PT2PT_MAX" -i 10 -x 2 -w create \
+        -d cuda D D
+    # Open MPI's coll cuda reduces in host memory: no device transfer
+    unset UCX_LOG_LEVEL expect_line
+    osu "$name: osu_allreduce -d cuda -T mpi_float" 2 "$unreachable" "" \
+        collective/osu_allreduce 4 "$COLL_MAX" -i 5 -x 2 -d cuda -T mpi_float
+fi
 
 exit $failed

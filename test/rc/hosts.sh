@@ -13,6 +13,12 @@
 #             20 ms time-out, it comes after the memory's deregistration)
 #             ends the job with gpumem_rc's reason within a bound
 #   osc       one-sided put and get on windows of device memory (osc ucx)
+#   osu       osu_latency and osu_bw -c -d cuda D D, one rank a machine,
+#             through a CUDA-aware Open MPI on emulated CUDA (gpumem-emu,
+#             the cuda driver) over gpumem_rc: every size validated. Only
+#             where GPUMEM_OSU_MPI (its prefix) and GPUMEM_OSU_BIN (OSU's
+#             libexec/osu-micro-benchmarks/mpi) are given, shared at the same
+#             paths on both machines (make check-vm2 does)
 #   dead-peer gpumem-b is killed (kill -9 of its qemu) while the ranks
 #             stream to it: the job must end with an error within a bound,
 #             leaving no process on gpumem-a, and the killed ranks'
@@ -32,7 +38,7 @@ plugin=$top/src/uct/gpumem/.libs/libuct_gpumem.so
 build=$top
 . "$(dirname "$0")/../emu/emu_env.sh"
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(identity p2p refused-read osc dead-peer)
+[ ${#tests[@]} -gt 0 ] || tests=(identity p2p refused-read osc osu dead-peer)
 
 say() { echo "hosts.sh: $*"; }
 failed=()
@@ -150,6 +156,50 @@ test_identity() {
         { fault "identity: reach_test's client on one machine failed"; rc=1; }
     wait $server ||
         { fault "identity: reach_test's server on one machine failed"; rc=1; }
+    return $rc
+}
+
+# OSU's point-to-point benchmarks between the machines, as a user runs them
+# on GPU nodes: a CUDA-aware Open MPI, a rank a machine on its emulated
+# GPUs (gpumem-emu, which each rank runs on its own machine), gpumem_rc
+# between them
+test_osu() {
+    local bench out rc=0 bad
+    if [ -z "${GPUMEM_OSU_MPI:-}" ] || [ -z "${GPUMEM_OSU_BIN:-}" ]; then
+        say "osu skipped: no CUDA-aware Open MPI and OSU given" \
+            "(GPUMEM_OSU_MPI, GPUMEM_OSU_BIN; make check-vm2 gives them)"
+        return 0
+    fi
+    # Few iterations: soft-RoCE under emulation moves a few MB/s
+    local -A iters=([osu_latency]="-i 4 -x 1" [osu_bw]="-i 2 -x 1 -W 4")
+    for bench in osu_latency osu_bw; do
+        # shellcheck disable=SC2086
+        out=$(timeout -k 10 300 "$GPUMEM_OSU_MPI/bin/mpirun" \
+                  --allow-run-as-root --host "gpumem-a:1,$peer:1" -np 2 \
+                  --mca pml ucx --mca pml_ucx_tls any \
+                  --mca pml_ucx_devices any --mca btl self \
+                  --mca oob_tcp_if_include eth0 \
+                  -x UCX_UD_VERBS_ETH_DGID_CHECK=n \
+                  -x GPUMEM_EMU_DIR="$top/emu/.libs" \
+                  -x GPUMEM_PLUGIN="$plugin" \
+                  -x UCX_TLS="${GPUMEM_OSU_TLS:-gpumem_rc,gpumemcpy,ud_verbs,self,sm}" \
+                  -x UCX_NET_DEVICES="${UCX_NET_DEVICES:-rxe0:1}" \
+                  -x UCX_GPUMEM_RC_TIMEOUT="${UCX_GPUMEM_RC_TIMEOUT:-8s}" \
+                  "$top/emu/gpumem-emu" --driver cuda -- \
+                  "$top/src/tools/gpumem-preload" \
+                  "$GPUMEM_OSU_BIN/pt2pt/$bench" -c -d cuda -m 1:1048576 \
+                  ${iters[$bench]} D D 2>&1) ||
+            { fault "osu: $bench exited $?"; rc=1; }
+        echo "$out" | tail -n 25
+        bad=$(awk '/^[0-9]+[ \t]/ && $NF != "Pass" { print $1 }' <<<"$out")
+        if [ "$(grep -cE '^[0-9]+[ \t].*Pass$' <<<"$out")" -ne 21 ] ||
+           [ -n "$bad" ]; then
+            fault "osu: $bench did not validate every size from 1 B to" \
+                "1 MiB${bad:+ (not at $bad)}"
+            causes "$out"
+            rc=1
+        fi
+    done
     return $rc
 }
 
