@@ -304,7 +304,7 @@ static void uct_gpumem_ipc_entry_set_stale(uct_gpumem_ipc_cache_t *cache,
 
 static int uct_gpumem_ipc_owner_is_gone(pid_t owner)
 {
-    return (owner != getpid()) && gpumem_proc_is_gone(owner);
+    return (owner != gpumem_proc_pid()) && gpumem_proc_is_gone(owner);
 }
 
 /*
@@ -501,7 +501,7 @@ void uct_gpumem_ipc_cache_put(uct_gpumem_ipc_cache_t *cache,
          * GPU) is not kept idle: the mapping would hold the VRAM past the
          * process's free, which no key of a new allocation may ever come to
          * tell, and the next key maps it again for an import's cost */
-        if (entry->stale || (entry->owner == getpid())) {
+        if (entry->stale || (entry->owner == gpumem_proc_pid())) {
             uct_gpumem_ipc_entry_destroy(cache, entry);
         } else {
             uct_gpumem_ipc_cache_trim(cache);

@@ -13,6 +13,7 @@
 #endif
 
 #include "ipc_ep.h"
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <uct/gpumem/compat/gpumem_compat.h>
 
 #include <uct/base/uct_iov.inl>
@@ -379,7 +380,7 @@ ucs_status_t uct_gpumem_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
     }
 
     /* A peer in this process lives as long as its interface */
-    if (ep->peer_pid == getpid()) {
+    if (ep->peer_pid == gpumem_proc_pid()) {
         if (!uct_gpumem_ipc_open_has(ep->peer_iface_id)) {
             ucs_diag("gpumemipc: ep %p: interface %u of this process, the "
                      "peer, is closed", ep, ep->peer_iface_id);

@@ -16,6 +16,7 @@
 #endif
 
 #include "ipc_iface.h"
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "ipc_ep.h"
@@ -116,8 +117,8 @@ uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
                                                    uct_gpumem_ipc_iface_t);
     uct_gpumem_ipc_peer_t self;
 
-    self.pid      = getpid();
-    self.uid      = geteuid();
+    self.pid      = gpumem_proc_pid();
+    self.uid      = gpumem_proc_euid();
     self.iface_id = iface->open.id;
     self.gpu      = gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
@@ -156,12 +157,12 @@ int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
         return 0;
     }
 
-    if (peer.uid != geteuid()) {
+    if (peer.uid != gpumem_proc_euid()) {
         if (uct_gpumem_ipc_log_once(UCT_GPUMEM_IPC_LOG_OTHER_USER |
                                     peer.uid)) {
             ucs_diag("gpumem_ipc: process %d of user %u does not map GPU "
                      "memory of user %u; another transport moves the data",
-                     (int)peer.pid, (unsigned)peer.uid, (unsigned)geteuid());
+                     (int)peer.pid, (unsigned)peer.uid, (unsigned)gpumem_proc_euid());
         }
         return 0;
     }
@@ -184,7 +185,7 @@ static int uct_gpumem_ipc_iface_is_self(uct_gpumem_ipc_iface_t *iface,
     const gpumem_pci_addr_t *gpu = &gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
 
-    return (peer->pid == getpid()) && gpumem_pci_addr_equal(&peer->gpu, gpu);
+    return (peer->pid == gpumem_proc_pid()) && gpumem_pci_addr_equal(&peer->gpu, gpu);
 }
 
 /*

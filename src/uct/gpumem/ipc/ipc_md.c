@@ -16,6 +16,7 @@
 #endif
 
 #include "ipc_md.h"
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "ipc_reach.h"
@@ -178,8 +179,8 @@ uct_gpumem_ipc_md_mem_reg_flags(uct_md_h uct_md, void *address,
                status;
     }
 
-    memh->key.uid           = geteuid();
-    memh->key.pid           = getpid();
+    memh->key.uid           = gpumem_proc_euid();
+    memh->key.pid           = gpumem_proc_pid();
     memh->key.machine       = uct_gpumem_ipc_cache_machine(md->cache);
     memh->key.gpu           = gpumem_gpu_reach(md->context->gpus[gpu])->addr;
     memh->key.alloc_address = alloc_address;
@@ -357,7 +358,7 @@ uct_gpumem_ipc_rkey_unpack_key(uct_component_t *uct_component,
         goto err_put_cache;
     }
 
-    status = uct_gpumem_ipc_key_check_owner(&key, geteuid(),
+    status = uct_gpumem_ipc_key_check_owner(&key, gpumem_proc_euid(),
                                             uct_gpumem_ipc_cache_machine(
                                                     cache));
     if (status != UCS_OK) {

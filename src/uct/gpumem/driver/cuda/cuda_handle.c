@@ -10,6 +10,7 @@
 
 #include "cuda_handle.h"
 
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <inttypes.h>
@@ -90,10 +91,10 @@ ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
                   GPUMEM_CUDA_HANDLE_VERSION);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (h.uid != geteuid()) {
+    if (h.uid != gpumem_proc_euid()) {
         ucs_error("gpumem_cuda: refused a memory handle of process %d: it "
                   "belongs to user %u, this process's user is %u", h.pid,
-                  h.uid, (unsigned)geteuid());
+                  h.uid, (unsigned)gpumem_proc_euid());
         return UCS_ERR_REJECTED;
     }
 

@@ -12,6 +12,7 @@
 
 #include "cuda_int.h"
 
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/memtrack_int.h>
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
@@ -236,8 +237,8 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
     handle.magic       = GPUMEM_CUDA_HANDLE_MAGIC;
     handle.version     = GPUMEM_CUDA_HANDLE_VERSION;
     handle.type        = GPUMEM_CUDA_HANDLE_VMM_FD;
-    handle.uid         = geteuid();
-    handle.pid         = getpid();
+    handle.uid         = gpumem_proc_euid();
+    handle.pid         = gpumem_proc_pid();
     handle.fd          = mem->export_fd;
     handle.size        = mem->super.size;
     handle.granularity = gpu->driver->granularity;
@@ -391,8 +392,8 @@ ucs_status_t gpumem_cuda_addr_export(gpumem_driver_t *driver,
     handle.magic    = GPUMEM_CUDA_HANDLE_MAGIC;
     handle.version  = GPUMEM_CUDA_HANDLE_VERSION;
     handle.type     = GPUMEM_CUDA_HANDLE_LEGACY_IPC;
-    handle.uid      = geteuid();
-    handle.pid      = getpid();
+    handle.uid      = gpumem_proc_euid();
+    handle.pid      = gpumem_proc_pid();
     handle.fd       = -1;
     handle.size     = attr->size;
     handle.alloc_id = attr->buffer_id;
