@@ -113,7 +113,7 @@ ucs_status_t uct_gpumem_ipc_fifo_create(uint32_t iface_id, unsigned num_slots,
     ctl->magic           = UCT_GPUMEM_IPC_FIFO_MAGIC;
     ctl->num_slots       = num_slots;
     ctl->elem_size       = UCT_GPUMEM_IPC_FIFO_ELEM_SIZE;
-    ctl->pid             = getpid();
+    ctl->pid             = gpumem_proc_pid();
     ctl->iface_id        = iface_id;
     ctl->signal_addr_len = signal_addr_len;
     memcpy(&ctl->signal_addr, signal_addr, signal_addr_len);
@@ -126,6 +126,7 @@ ucs_status_t uct_gpumem_ipc_fifo_create(uint32_t iface_id, unsigned num_slots,
     fifo->num_slots   = num_slots;
     fifo->watch_index = UINT64_MAX;
     fifo->watch_time  = 0;
+    fifo->watch_polls = 0;
     return UCS_OK;
 
 err_close:
@@ -301,7 +302,7 @@ ucs_status_t uct_gpumem_ipc_fifo_attach(pid_t pid, uint32_t iface_id, int fd,
                             UCT_GPUMEM_IPC_FIFO_ELEMS_OFFSET;
     peer->num_slots       = ctl.num_slots;
     peer->cached_tail     = peer->ctl->tail;
-    peer->own_pid         = (uint32_t)getpid();
+    peer->own_pid         = (uint32_t)gpumem_proc_pid();
     peer->signal_addr_len = ctl.signal_addr_len;
     memcpy(&peer->signal_addr, &ctl.signal_addr, ctl.signal_addr_len);
     return UCS_OK;
@@ -449,11 +450,17 @@ void uct_gpumem_ipc_fifo_release(uct_gpumem_ipc_fifo_t *fifo)
 
 int uct_gpumem_ipc_fifo_skip_dead(uct_gpumem_ipc_fifo_t *fifo)
 {
-    ucs_time_t now = ucs_get_time();
     uct_gpumem_ipc_fifo_elem_t *elem;
+    ucs_time_t now;
     uint64_t seq;
     pid_t pid;
 
+    if (ucs_likely(++fifo->watch_polls < UCT_GPUMEM_IPC_FIFO_WATCH_POLLS)) {
+        return 0;
+    }
+
+    fifo->watch_polls = 0;
+    now               = ucs_get_time();
     if ((now - fifo->watch_time) <
         ucs_time_from_msec(UCT_GPUMEM_IPC_FIFO_WATCH_MSEC)) {
         return 0;

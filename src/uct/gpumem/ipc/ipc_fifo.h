@@ -46,6 +46,10 @@ BEGIN_C_DECLS
  * receiver asks whether its sender lives */
 #define UCT_GPUMEM_IPC_FIFO_WATCH_MSEC     100
 
+/* Empty polls between two looks at the clock: a polling loop's progress
+ * reads no clock */
+#define UCT_GPUMEM_IPC_FIFO_WATCH_POLLS    1024
+
 /* A message sent with UCT_SEND_FLAG_SIGNALED */
 #define UCT_GPUMEM_IPC_FIFO_FLAG_SIGNALED  UCS_BIT(0)
 
@@ -101,6 +105,8 @@ typedef struct uct_gpumem_ipc_fifo {
     uint64_t                  watch_index; /* The slot to read next when
                                               last looked at */
     ucs_time_t                watch_time;  /* When */
+    unsigned                  watch_polls; /* Empty polls since the clock
+                                              was read */
 } uct_gpumem_ipc_fifo_t;
 
 
