@@ -18,6 +18,7 @@
 #endif
 
 #include "copy_iface.h"
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/util/gpumem_config.h>
 #include "copy_ep.h"
@@ -110,7 +111,7 @@ uct_gpumem_copy_iface_addr_t uct_gpumem_copy_process_id(void)
     static uct_gpumem_copy_iface_addr_t id;
     static pid_t id_pid;
     uct_gpumem_copy_iface_addr_t result;
-    pid_t pid = getpid();
+    pid_t pid = gpumem_proc_pid();
 
     pthread_mutex_lock(&lock);
     if ((id_pid != pid) || (id == 0)) {
@@ -218,28 +219,41 @@ static ucs_status_t uct_gpumem_copy_req_map_peer(uct_gpumem_copy_iface_t *iface,
     return UCS_OK;
 }
 
-/* The device side of a copy lies inside one allocation of GPU @a gpu */
-static ucs_status_t uct_gpumem_copy_req_check(uct_gpumem_copy_iface_t *iface,
-                                              int gpu, uint64_t address,
-                                              size_t length, const char *side)
+/* The GPU whose device memory holds a side of a copy, or -1; where the
+ * engine does not check, the device side must lie inside one allocation
+ * (one question to the driver for both) */
+static UCS_F_ALWAYS_INLINE int
+uct_gpumem_copy_req_locate(uct_gpumem_copy_iface_t *iface, const void *buffer,
+                           size_t length, const char *side,
+                           ucs_status_t *status_p)
 {
+    uct_gpumem_context_t *context = iface->super.context;
+    uint64_t address              = (uintptr_t)buffer;
     uint64_t base;
-    size_t size, asked;
-    int own;
+    size_t asked;
+    int gpu, found;
 
-    if (gpumem_find_allocation(iface->super.context->gpus[gpu], address,
-                               &base, &size, &asked, &own) != UCS_OK) {
+    if (ucs_likely(!iface->check_bounds)) {
+        return uct_gpumem_context_find_gpu(context, buffer);
+    }
+
+    gpu = gpumem_device_addr_allocation(context->driver, context->gpus,
+                                        address, &base, &asked, &found);
+    if (gpu < 0) {
+        return gpu;
+    }
+
+    if (!found) {
         ucs_error("gpumemcpy: copy of %zu bytes %s 0x%" PRIx64 ", which no "
                   "allocation of GPU %d holds", length, side, address, gpu);
-        return UCS_ERR_INVALID_ADDR;
-    }
-    if (length > asked - (address - base)) {
+        *status_p = UCS_ERR_INVALID_ADDR;
+    } else if (length > asked - (address - base)) {
         ucs_error("gpumemcpy: copy of %zu bytes %s 0x%" PRIx64 ": past the "
                   "end of its allocation of %zu bytes at 0x%" PRIx64, length,
                   side, address, asked, base);
-        return UCS_ERR_INVALID_ADDR;
+        *status_p = UCS_ERR_INVALID_ADDR;
     }
-    return UCS_OK;
+    return gpu;
 }
 
 /* Resolves a copy to the engine that does it: that of the GPU holding its
@@ -252,9 +266,14 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
                          uct_gpumem_copy_req_t *req)
 {
     uct_gpumem_context_t *context = iface->super.context;
-    int dst_gpu                   = uct_gpumem_context_find_gpu(context, dst);
-    int src_gpu                   = uct_gpumem_context_find_gpu(context, src);
-    ucs_status_t status;
+    ucs_status_t status           = UCS_OK;
+    int dst_gpu, src_gpu;
+
+    dst_gpu = uct_gpumem_copy_req_locate(iface, dst, length, "to", &status);
+    src_gpu = uct_gpumem_copy_req_locate(iface, src, length, "from", &status);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     req->dst      = (uintptr_t)dst;
     req->src      = (uintptr_t)src;
@@ -268,19 +287,6 @@ uct_gpumem_copy_req_init(uct_gpumem_copy_iface_t *iface, void *dst,
     if ((dst_gpu < 0) && (src_gpu < 0)) {
         req->engine = NULL;
         return UCS_OK;
-    }
-
-    if (ucs_unlikely(iface->check_bounds)) {
-        status = (dst_gpu < 0) ? UCS_OK :
-                 uct_gpumem_copy_req_check(iface, dst_gpu, req->dst, length,
-                                           "to");
-        if ((status == UCS_OK) && (src_gpu >= 0)) {
-            status = uct_gpumem_copy_req_check(iface, src_gpu, req->src,
-                                               length, "from");
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
     }
 
     req->engine = context->gpus[(dst_gpu >= 0) ? dst_gpu : src_gpu];
@@ -322,7 +328,7 @@ uct_gpumem_copy_host(const uct_gpumem_copy_req_t *req)
         return UCS_OK;
     }
 
-    copied = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    copied = process_vm_readv(gpumem_proc_pid(), &local, 1, &remote, 1, 0);
     if (copied == (ssize_t)req->length) {
         return UCS_OK;
     }
@@ -340,7 +346,8 @@ uct_gpumem_copy_host(const uct_gpumem_copy_req_t *req)
     return UCS_ERR_INVALID_ADDR;
 }
 
-/* Gives the copy to its engine: UCS_INPROGRESS if @a copy is to be polled */
+/* Gives the copy to its engine: UCS_INPROGRESS if @a copy is to be polled;
+ * with no @a copy, done before it returns */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
                           gpumem_copy_t *copy)
@@ -354,6 +361,11 @@ uct_gpumem_copy_req_start(const uct_gpumem_copy_req_t *req,
     /* No device address of this driver's GPUs on either side */
     if (req->engine == NULL) {
         return uct_gpumem_copy_host(req);
+    }
+
+    if (copy == NULL) {
+        return gpumem_copy_sync(req->engine, req->dst, req->dst_dev, req->src,
+                                req->src_dev, req->length);
     }
 
     return gpumem_copy(req->engine, req->dst, req->dst_dev, req->src,
@@ -387,7 +399,6 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
                                              size_t length)
 {
     uct_gpumem_copy_req_t req;
-    gpumem_copy_t copy;
     ucs_status_t status;
 
     uct_gpumem_iface_fence_wait(&iface->super, 0);
@@ -397,8 +408,7 @@ ucs_status_t uct_gpumem_copy_iface_copy_sync(uct_gpumem_copy_iface_t *iface,
         return status;
     }
 
-    status = uct_gpumem_copy_req_start(&req, &copy);
-    status = gpumem_copy_wait(&copy, status);
+    status = uct_gpumem_copy_req_start(&req, NULL);
     uct_gpumem_copy_req_cleanup(&req);
     return status;
 }

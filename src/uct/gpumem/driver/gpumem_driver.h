@@ -218,6 +218,12 @@ typedef struct gpumem_driver_ops {
                          uint64_t src, int src_dev, size_t size,
                          gpumem_driver_copy_t *copy);
     ucs_status_t (*copy_poll)(gpumem_driver_copy_t *copy);
+    /* Optional: a copy done when it returns, as copy and copy_poll until
+     * done would do it, at less cost where the driver waits better than a
+     * poll does (the short copies of UCP's memory-type packing) */
+    ucs_status_t (*copy_sync)(gpumem_driver_gpu_t *gpu, uint64_t dst,
+                              int dst_dev, uint64_t src, int src_dev,
+                              size_t size);
 
     /* Whether an address is device memory of this driver, and whose */
     int          (*is_device_addr)(gpumem_driver_t *driver, const void *addr,

@@ -51,7 +51,12 @@ ucs_status_t gpumem_copy_wait(gpumem_copy_t *copy, ucs_status_t status)
 ucs_status_t gpumem_copy_sync(gpumem_gpu_t *gpu, uint64_t dst, int dst_dev,
                               uint64_t src, int src_dev, size_t size)
 {
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
     gpumem_copy_t copy;
+
+    if (ops->copy_sync != NULL) {
+        return ops->copy_sync(gpu->dgpu, dst, dst_dev, src, src_dev, size);
+    }
 
     return gpumem_copy_wait(&copy, gpumem_copy(gpu, dst, dst_dev, src,
                                                src_dev, size, &copy));

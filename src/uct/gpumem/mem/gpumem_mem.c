@@ -1756,12 +1756,12 @@ ucs_status_t gpumem_find_range(gpumem_gpu_t *gpu, uint64_t address,
     return status;
 }
 
-ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
-                                    uint64_t *base_p, size_t *size_p,
-                                    size_t *asked_p, int *own_p)
+/* The region of @a gpu that holds @a address, as gpumem_find_allocation()
+ * gives it */
+static int gpumem_find_own_allocation(gpumem_gpu_t *gpu, uint64_t address,
+                                      uint64_t *base_p, size_t *size_p,
+                                      size_t *asked_p)
 {
-    const gpumem_driver_ops_t *ops = gpu->driver->ops;
-    gpumem_driver_addr_attr_t attr;
     gpumem_region_t *region;
 
     gpumem_gpu_lock(gpu);
@@ -1769,13 +1769,23 @@ ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
     if (region != NULL) {
         *base_p = region->address;
         *size_p = region->size;
-        *own_p  = 1;
         if (asked_p != NULL) {
             *asked_p = gpumem_region_range_size(region, address);
         }
     }
     gpumem_gpu_unlock(gpu);
-    if (region != NULL) {
+    return region != NULL;
+}
+
+ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
+                                    uint64_t *base_p, size_t *size_p,
+                                    size_t *asked_p, int *own_p)
+{
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
+    gpumem_driver_addr_attr_t attr;
+
+    if (gpumem_find_own_allocation(gpu, address, base_p, size_p, asked_p)) {
+        *own_p = 1;
         return UCS_OK;
     }
 
@@ -1793,6 +1803,40 @@ ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
         *asked_p = attr.size;
     }
     return UCS_OK;
+}
+
+int gpumem_device_addr_allocation(gpumem_driver_t *driver,
+                                  gpumem_gpu_t *const *gpus, uint64_t address,
+                                  uint64_t *base_p, size_t *asked_p,
+                                  int *found_p)
+{
+    const gpumem_driver_ops_t *ops = driver->ops;
+    gpumem_driver_addr_attr_t attr;
+    size_t size;
+    int index, own;
+
+    if (ops->addr_query == NULL) {
+        index    = gpumem_device_addr_gpu(driver, (const void*)(uintptr_t)
+                                                          address);
+        *found_p = (index >= 0) &&
+                   (gpumem_find_allocation(gpus[index], address, base_p,
+                                           &size, asked_p, &own) == UCS_OK);
+        return index;
+    }
+
+    /* The driver's answer says both whose and which allocation */
+    if (ops->addr_query(driver, (const void*)(uintptr_t)address, &attr) !=
+        UCS_OK) {
+        return -1;
+    }
+
+    *found_p = 1;
+    if (!gpumem_find_own_allocation(gpus[attr.gpu_index], address, base_p,
+                                    &size, asked_p)) {
+        *base_p  = attr.base;
+        *asked_p = attr.size;
+    }
+    return attr.gpu_index;
 }
 
 int gpumem_device_addr_gpu(gpumem_driver_t *driver, const void *address)

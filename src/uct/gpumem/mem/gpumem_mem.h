@@ -217,6 +217,17 @@ ucs_status_t gpumem_find_allocation(gpumem_gpu_t *gpu, uint64_t address,
  */
 int gpumem_device_addr_gpu(gpumem_driver_t *driver, const void *address);
 
+/**
+ * As gpumem_device_addr_gpu(), then gpumem_find_allocation() on that GPU
+ * (of @a gpus, the driver's), asking the driver once where it can: the
+ * GPU's index, or -1; *found_p says whether an allocation holds the
+ * device address, and then where it starts and the bytes asked of it.
+ */
+int gpumem_device_addr_allocation(gpumem_driver_t *driver,
+                                  gpumem_gpu_t *const *gpus, uint64_t address,
+                                  uint64_t *base_p, size_t *asked_p,
+                                  int *found_p);
+
 /* Allocations of device memory begin on a boundary of this many bytes
  * (cudaMalloc's, the core's and the emu's pages): none begins in the rest
  * of the block where another ends */

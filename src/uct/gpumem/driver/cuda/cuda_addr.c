@@ -12,56 +12,84 @@
 
 #include "cuda_int.h"
 
+#include <string.h>
 
-/* The attributes of the memory at @a addr, asked in the first GPU's
- * context. Any address of the process is asked, at its exit too: a push the
- * driver refuses then means "not device memory", no error to log, so this
- * push goes without gpumem_cuda_ctx_push() */
-static CUresult gpumem_cuda_pointer_attrs(gpumem_cuda_driver_t *cuda,
-                                          unsigned count,
-                                          CUpointer_attribute *attrs,
-                                          void **values, const void *addr)
+
+/* What the driver says of an address, in one question */
+typedef struct gpumem_cuda_addr_attrs {
+    CUmemorytype       mem_type;   /* 0 where no memory of the driver's */
+    int                ordinal;
+    unsigned long long buffer_id;
+    CUdeviceptr        base;
+    size_t             size;
+    int                managed;
+} gpumem_cuda_addr_attrs_t;
+
+
+/* The attributes of the memory at @a addr. Any address of the process is
+ * asked, on every short copy and at the process's exit too. The driver
+ * answers without a context of the caller's, as UCX's own memory type
+ * detection asks it; a driver that wants one gets the first GPU's pushed,
+ * and a push it refuses then means "not device memory", no error to log,
+ * so that push goes without gpumem_cuda_ctx_push() */
+static CUresult gpumem_cuda_addr_attrs(gpumem_cuda_driver_t *cuda,
+                                       const void *addr,
+                                       gpumem_cuda_addr_attrs_t *attrs)
 {
-    gpumem_cuda_gpu_t *gpu;
+    CUpointer_attribute names[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                   CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *values[]              = {&attrs->mem_type, &attrs->ordinal,
+                                   &attrs->buffer_id, &attrs->base,
+                                   &attrs->size, &attrs->managed};
+    CUcontext ctx;
     CUresult res;
 
+    memset(attrs, 0, sizeof(*attrs));
+    attrs->ordinal = -1;
     if (cuda->num_gpus == 0) {
         return CUDA_ERROR_NO_DEVICE;
     }
 
-    gpu = &cuda->gpus[0];
-    res = gpumem_cuda_api.cuCtxPushCurrent(gpu->ctx);
+    res = gpumem_cuda_api.cuPointerGetAttributes(ucs_static_array_size(names),
+                                                 names, values,
+                                                 (CUdeviceptr)(uintptr_t)
+                                                         addr);
+    if (res != CUDA_ERROR_INVALID_CONTEXT) {
+        return res;
+    }
+
+    res = gpumem_cuda_api.cuCtxPushCurrent(cuda->gpus[0].ctx);
     if (res != CUDA_SUCCESS) {
         return res;
     }
 
-    res = gpumem_cuda_api.cuPointerGetAttributes(count, attrs, values,
-                                                 (CUdeviceptr)(uintptr_t)addr);
-    gpumem_cuda_ctx_pop(gpu);
+    res = gpumem_cuda_api.cuPointerGetAttributes(ucs_static_array_size(names),
+                                                 names, values,
+                                                 (CUdeviceptr)(uintptr_t)
+                                                         addr);
+    gpumem_cuda_api.cuCtxPopCurrent(&ctx);
     return res;
 }
 
-int gpumem_cuda_is_device_addr(gpumem_driver_t *driver, const void *addr,
-                               unsigned *gpu_index_p)
+/* The driver's GPU of device memory at @a addr; not a CUDA address is no
+ * error of cuPointerGetAttributes: the type stays 0 */
+static int gpumem_cuda_addr_gpu(gpumem_cuda_driver_t *cuda, const void *addr,
+                                gpumem_cuda_addr_attrs_t *attrs,
+                                unsigned *gpu_index_p)
 {
-    gpumem_cuda_driver_t *cuda     = ucs_derived_of(driver, gpumem_cuda_driver_t);
-    CUpointer_attribute attrs[]    = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
-    CUmemorytype mem_type          = (CUmemorytype)0;
-    int ordinal                    = -1;
-    void *values[]                 = {&mem_type, &ordinal};
     unsigned i;
 
-    /* Not a CUDA address is no error of cuPointerGetAttributes: the type
-     * stays 0 */
-    if ((gpumem_cuda_pointer_attrs(cuda, ucs_static_array_size(attrs), attrs,
-                                   values, addr) != CUDA_SUCCESS) ||
-        (mem_type != CU_MEMORYTYPE_DEVICE)) {
+    if ((gpumem_cuda_addr_attrs(cuda, addr, attrs) != CUDA_SUCCESS) ||
+        (attrs->mem_type != CU_MEMORYTYPE_DEVICE)) {
         return 0;
     }
 
     for (i = 0; i < cuda->num_gpus; ++i) {
-        if (cuda->gpus[i].ordinal == ordinal) {
+        if (cuda->gpus[i].ordinal == attrs->ordinal) {
             *gpu_index_p = i;
             return 1;
         }
@@ -69,38 +97,30 @@ int gpumem_cuda_is_device_addr(gpumem_driver_t *driver, const void *addr,
     return 0;
 }
 
+int gpumem_cuda_is_device_addr(gpumem_driver_t *driver, const void *addr,
+                               unsigned *gpu_index_p)
+{
+    gpumem_cuda_addr_attrs_t attrs;
+
+    return gpumem_cuda_addr_gpu(ucs_derived_of(driver, gpumem_cuda_driver_t),
+                                addr, &attrs, gpu_index_p);
+}
+
 ucs_status_t gpumem_cuda_addr_query(gpumem_driver_t *driver, const void *addr,
                                     gpumem_driver_addr_attr_t *attr)
 {
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                   CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    unsigned long long buffer_id = 0;
-    CUdeviceptr base             = 0;
-    size_t size                  = 0;
-    int managed                  = 0;
-    void *values[]               = {&buffer_id, &base, &size, &managed};
+    gpumem_cuda_addr_attrs_t attrs;
     unsigned index;
-    CUresult res;
 
-    if (!gpumem_cuda_is_device_addr(driver, addr, &index)) {
+    if (!gpumem_cuda_addr_gpu(ucs_derived_of(driver, gpumem_cuda_driver_t),
+                              addr, &attrs, &index)) {
         return UCS_ERR_NO_ELEM;
     }
 
-    res = gpumem_cuda_pointer_attrs(ucs_derived_of(driver, gpumem_cuda_driver_t),
-                                    ucs_static_array_size(attrs), attrs,
-                                    values, addr);
-    if (res != CUDA_SUCCESS) {
-        return gpumem_cuda_log_result(UCS_LOG_LEVEL_DEBUG, res,
-                                      "cuPointerGetAttributes",
-                                      "attributes of %p", addr);
-    }
-
     attr->gpu_index = index;
-    attr->base      = base;
-    attr->size      = size;
-    attr->buffer_id = buffer_id;
-    attr->managed   = managed;
+    attr->base      = attrs.base;
+    attr->size      = attrs.size;
+    attr->buffer_id = attrs.buffer_id;
+    attr->managed   = attrs.managed;
     return UCS_OK;
 }

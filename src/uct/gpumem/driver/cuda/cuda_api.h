@@ -46,6 +46,7 @@ BEGIN_C_DECLS
     _fn(cuDevicePrimaryCtxRelease,     "cuDevicePrimaryCtxRelease_v2",  1) \
     _fn(cuCtxPushCurrent,              "cuCtxPushCurrent_v2",           1) \
     _fn(cuCtxPopCurrent,               "cuCtxPopCurrent_v2",            1) \
+    _fn(cuCtxGetCurrent,               "cuCtxGetCurrent",               1) \
     _fn(cuStreamCreate,                "cuStreamCreate",                1) \
     _fn(cuStreamDestroy,               "cuStreamDestroy_v2",            1) \
     _fn(cuStreamSynchronize,           "cuStreamSynchronize",           1) \

@@ -71,14 +71,12 @@ void gpumem_cuda_copy_cleanup(gpumem_cuda_gpu_t *gpu)
 }
 
 
-ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
-                              int UCS_V_UNUSED dst_dev, uint64_t src,
-                              int UCS_V_UNUSED src_dev, size_t size,
-                              gpumem_driver_copy_t *copy)
+/* Queues the copy on the GPU's stream, its context pushed: on UCS_OK the
+ * caller pops it */
+static ucs_status_t gpumem_cuda_copy_queue(gpumem_cuda_gpu_t *gpu, uint64_t dst,
+                                           uint64_t src, size_t size)
 {
-    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
     ucs_status_t status;
-    CUevent event;
 
     if (gpu->released) {
         gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "cannot copy: the GPU "
@@ -97,7 +95,23 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
                      "GPU %u: copy %zu bytes 0x%"PRIx64" -> 0x%"PRIx64,
                      gpu->index, size, src, dst);
     if (status != UCS_OK) {
-        goto out_ctx_pop;
+        gpumem_cuda_ctx_pop(gpu);
+    }
+    return status;
+}
+
+ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *handle, uint64_t dst,
+                              int UCS_V_UNUSED dst_dev, uint64_t src,
+                              int UCS_V_UNUSED src_dev, size_t size,
+                              gpumem_driver_copy_t *copy)
+{
+    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
+    ucs_status_t status;
+    CUevent event;
+
+    status = gpumem_cuda_copy_queue(gpu, dst, src, size);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = gpumem_cuda_event_get(gpu, &event);
@@ -154,6 +168,27 @@ ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
     copy->priv = NULL;
 
 out_ctx_pop:
+    gpumem_cuda_ctx_pop(gpu);
+    return status;
+}
+
+/* As UCX's cuda_copy does its short copies: the stream synchronized, no
+ * event to record and query */
+ucs_status_t gpumem_cuda_copy_sync(gpumem_driver_gpu_t *handle, uint64_t dst,
+                                   int UCS_V_UNUSED dst_dev, uint64_t src,
+                                   int UCS_V_UNUSED src_dev, size_t size)
+{
+    gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(handle);
+    ucs_status_t status;
+
+    status = gpumem_cuda_copy_queue(gpu, dst, src, size);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    GPUMEM_CUDA_CALL(&status, cuStreamSynchronize, (gpu->stream),
+                     "GPU %u: copy %zu bytes 0x%"PRIx64" -> 0x%"PRIx64,
+                     gpu->index, size, src, dst);
     gpumem_cuda_ctx_pop(gpu);
     return status;
 }

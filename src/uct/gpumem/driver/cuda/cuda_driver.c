@@ -207,6 +207,7 @@ static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .dmabuf_export  = gpumem_cuda_dmabuf_export,
     .copy           = gpumem_cuda_copy,
     .copy_poll      = gpumem_cuda_copy_poll,
+    .copy_sync      = gpumem_cuda_copy_sync,
     .is_device_addr = gpumem_cuda_is_device_addr,
     .addr_query     = gpumem_cuda_addr_query,
     .addr_export    = gpumem_cuda_addr_export,

@@ -132,7 +132,8 @@ gpumem_cuda_mem(gpumem_driver_mem_t *mem)
  * operation pushes the GPU's primary context over whatever the caller has
  * current for its driver calls, and pops it before it returns, on every
  * path: the caller's current context (or none) is the same after any call
- * of the driver as before. A failed push is logged as an error, with
+ * of the driver as before. Where the caller's is the GPU's already, the
+ * pair pushes and pops nothing. A failed push is logged as an error, with
  * @a what the operation, and leaves nothing to pop.
  */
 ucs_status_t gpumem_cuda_ctx_push(gpumem_cuda_gpu_t *gpu, const char *what);
@@ -220,6 +221,9 @@ ucs_status_t gpumem_cuda_copy(gpumem_driver_gpu_t *gpu, uint64_t dst,
                               int dst_dev, uint64_t src, int src_dev,
                               size_t size, gpumem_driver_copy_t *copy);
 ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy);
+ucs_status_t gpumem_cuda_copy_sync(gpumem_driver_gpu_t *gpu, uint64_t dst,
+                                   int dst_dev, uint64_t src, int src_dev,
+                                   size_t size);
 void gpumem_cuda_copy_cleanup(gpumem_cuda_gpu_t *gpu);
 
 
