@@ -145,14 +145,19 @@ ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
     ucs_status_t status;
     CUresult res;
 
-    if (gpumem_cuda_ctx_push(gpu, "poll a copy") != UCS_OK) {
-        return UCS_ERR_IO_ERROR;
+    /* An event is asked without its context, as UCX's own transports poll
+     * theirs: every poll of a copy in flight would push and pop it */
+    res = gpumem_cuda_api.cuEventQuery(event);
+    if (res == CUDA_ERROR_INVALID_CONTEXT) {
+        if (gpumem_cuda_ctx_push(gpu, "poll a copy") != UCS_OK) {
+            return UCS_ERR_IO_ERROR;
+        }
+        res = gpumem_cuda_api.cuEventQuery(event);
+        gpumem_cuda_ctx_pop(gpu);
     }
 
-    res = gpumem_cuda_api.cuEventQuery(event);
     if (res == CUDA_ERROR_NOT_READY) {
-        status = UCS_INPROGRESS;
-        goto out_ctx_pop;
+        return UCS_INPROGRESS;
     }
 
     if (res == CUDA_SUCCESS) {
@@ -166,9 +171,6 @@ ucs_status_t gpumem_cuda_copy_poll(gpumem_driver_copy_t *copy)
         gpumem_cuda_api.cuEventDestroy(event);
     }
     copy->priv = NULL;
-
-out_ctx_pop:
-    gpumem_cuda_ctx_pop(gpu);
     return status;
 }
 
