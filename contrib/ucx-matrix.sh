@@ -13,8 +13,9 @@
 # transports built from the same tree on the emulated CUDA ("make
 # check-ucx-cuda"; --no-cuda leaves them out: they run without gpumem's
 # plugin), the demo, native loading
-# through UCX_PLUGIN_PATH (where UCX has it) and, twice, the device/host
-# ratios of bench/transfer_bench.sh.
+# through UCX_PLUGIN_PATH (where UCX has it), twice, the device/host
+# ratios of bench/transfer_bench.sh and, where UCX built with CUDA,
+# bench/osu_bench.sh's goals.
 # Last, the plugin of each version is loaded into the next version's UCX,
 # which its guard must refuse. Logs are under $GPUMEM_MATRIX_DIR
 # (default $GPUMEM_CACHE_DIR/matrix). Exits non-zero if any version fails.
@@ -87,6 +88,20 @@ check_counts() {
     echo "gtest ${passed:-0} passed, ${failed:-0} failed," \
          "${skipped:-0} skipped; scripts $scripts_pass passed," \
          "$scripts_fail failed"
+}
+
+# Whether bench/osu_bench.sh's goals hold for a build, and where not
+osu_bench_result() {
+    local build=$1 rc
+    GPUMEM_BENCH_REPS=2 bash "$build/src-copy/bench/osu_bench.sh" \
+        "$build/gpumem" "$build/osu-bench" >"$build/osu-bench.log" 2>&1
+    rc=$?
+    case $rc in
+    0) echo "every goal met" ;;
+    1) echo "$(grep -c '^missed:' "$build/osu-bench.log") benchmark(s)" \
+            "short of UCX's at some size (osu-bench.log)" ;;
+    *) echo "FAILED to run ($(grep -m 1 'osu_bench:' "$build/osu-bench.log"))" ;;
+    esac
 }
 
 # The device/host ratios of one transfer_bench run over the copy transport
@@ -242,6 +257,13 @@ run_version() {
         r1=$(bench_ratios "$build")
         r2=$(bench_ratios "$build")
         result+="; device/host: $r1 | $r2"
+    fi
+
+    # OSU through gpumem and through this UCX's own CUDA transports, where
+    # the UCX with CUDA built
+    if [ $bench = 1 ] && [ $cuda = 1 ] && [ "$cuda_status" = 0 ] &&
+       ! grep -q "^SKIP: " "$build/ucx-cuda.log"; then
+        result+="; osu_bench: $(osu_bench_result "$build")"
     fi
 
     echo "UCX $version ($(cut -d' ' -f2 "$prefix/.source" | cut -c1-12)): $result"
