@@ -29,18 +29,8 @@ sizes="4096 16384 65536 262144 1048576 4194304"
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 
 # The UCX with CUDA of the build's configuration (cached in the set-up cache)
-makevar() { sed -n "s/^$1 = //p" "$build/Makefile"; }
-ucx_src=$(makevar UCX_SRC_DIR)
-cuda_dir=$(makevar CUDA_DIR)
-nvml_dir=$(makevar NVML_DIR)
-if [ -z "$cuda_dir" ] || [ -z "$nvml_dir" ] ||
-   [ ! -f "$nvml_dir/include/nvml.h" ]; then
-    echo "cuda_bench: $build was configured without CUDA or nvml.h" >&2
-    exit 1
-fi
-make -s -C "$build" all >/dev/null
-prefix=$("$srcdir/contrib/ucx-cuda.sh" "$ucx_src" "$cuda_dir" "$nvml_dir" \
-             "$build/emu/.libs" | tail -n 1)
+. "$srcdir/bench/ucx_cuda.sh"
+prefix=$(ucx_cuda_prefix cuda_bench "$build" "$srcdir") || exit 1
 
 # The emulated machine, VRAM and CUDA libraries; UCX with CUDA first
 . "$srcdir/test/emu/cuda/machine.sh"

@@ -66,20 +66,9 @@ for b in "${names[@]}"; do
 done
 
 # The UCX with CUDA of the build's configuration (cached in the set-up cache)
-makevar() { sed -n "s/^$1 = //p" "$build/Makefile"; }
-[ -f "$build/Makefile" ] || die "$build is no configured build"
-ucx_src=$(makevar UCX_SRC_DIR)
-cuda_dir=$(makevar CUDA_DIR)
-nvml_dir=$(makevar NVML_DIR)
-if [ -z "$cuda_dir" ] || [ -z "$nvml_dir" ] ||
-   [ ! -f "$nvml_dir/include/nvml.h" ]; then
-    die "$build was configured without CUDA or nvml.h"
-fi
-make -s -C "$build" all >/dev/null || die "the build fails"
-prefix=$("$srcdir/contrib/ucx-cuda.sh" "$ucx_src" "$cuda_dir" "$nvml_dir" \
-             "$build/emu/.libs" | tail -n 1) ||
-    die "no UCX with CUDA (contrib/ucx-cuda.sh)"
-[ -f "$prefix/lib/libucp.so.0" ] || die "no UCX with CUDA in '$prefix'"
+. "$srcdir/bench/ucx_cuda.sh"
+prefix=$(ucx_cuda_prefix osu_bench "$build" "$srcdir") || exit 2
+cuda_dir=$(sed -n 's/^CUDA_DIR = //p' "$build/Makefile")
 
 # The CUDA-aware Open MPI and OSU, built once into the set-up cache: sets
 # $ompi and $bin
