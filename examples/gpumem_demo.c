@@ -316,7 +316,8 @@ static void demo_print_carriers(int gpu, int peer_gpu, size_t bytes,
                "host memory (staged: GPUs do not reach each other)\n", gpu,
                peer_gpu);
     } else {
-        printf("gpumem_demo: gpumemipc moved nothing (not in UCX_TLS?): "
+        printf("gpumem_demo: gpumemipc moved nothing (not in UCX_TLS, or "
+               "the peer's memory could not be mapped: the log says why): "
                "gpumemcpy staged every buffer through host memory\n");
     }
 }

@@ -5,7 +5,8 @@
 # emulated VRAM shared in a directory of the run's own. Runs the cuda
 # driver's own tests, the memory domain, copy, IPC and API suites, and
 # ucx_perftest -m cuda,cuda between two processes through gpumemcpy and
-# gpumemipc (test/tools/test_perftest_rma.sh).
+# gpumemipc (test/tools/test_perftest_rma.sh), and MPI ranks whose kernel
+# denies pidfd_getfd (test/denied/test_denied.sh).
 #   run.sh BUILDDIR
 set -u
 build=$1
@@ -40,6 +41,10 @@ fi
 
 # ucx_perftest's RMA between two processes, on the same GPUs
 if ! bash "$(dirname "$0")/../../tools/test_perftest_rma.sh" "$build"; then
+    failed=1
+fi
+
+if ! bash "$(dirname "$0")/../../denied/test_denied.sh" "$build"; then
     failed=1
 fi
 exit $failed

@@ -372,8 +372,21 @@ uct_gpumem_ipc_rkey_unpack_key(uct_component_t *uct_component,
         goto err_put_cache;
     }
 
+    /* Memory this process cannot map (the kernel refuses to hand over the
+     * owner's descriptor, the owner is gone, the GPUs do not reach) is
+     * "unreachable" for UCP, which then moves the data another way: any
+     * other status fails the whole remote key, and UCP's rendezvous
+     * aborts the process on that. The import said why. A key that is
+     * malformed stays an error. */
     status = uct_gpumem_ipc_cache_get(cache, &key, &entry);
-    if (status != UCS_OK) {
+    if (status == UCS_ERR_INVALID_PARAM) {
+        goto err_free_rkey;
+    } else if (status != UCS_OK) {
+        ucs_debug("gpumem_ipc: memory of process %d at 0x%lx is not mapped "
+                  "here (%s): unreachable", key.pid,
+                  (unsigned long)key.alloc_address,
+                  ucs_status_string(status));
+        status = UCS_ERR_UNREACHABLE;
         goto err_free_rkey;
     }
 

@@ -247,31 +247,44 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
                                    length_p);
 }
 
+/* Why process @a pid's memory cannot be imported: said once per process
+ * at warning level (the memory is then moved another way, each time), and
+ * at debug level after */
+static void gpumem_cuda_fd_refused(gpumem_cuda_gpu_t *gpu, int pid,
+                                   const char *call, int err)
+{
+    ucs_log_level_t level = gpumem_pidfd_denial_is_new(pid) ?
+                            UCS_LOG_LEVEL_WARN : UCS_LOG_LEVEL_DEBUG;
+    char reason[256];
+
+    gpumem_cuda_gpu_log(level, gpu, "cannot import the memory of process "
+                        "%d: %s: %s: %s", pid, call, strerror(err),
+                        gpumem_pidfd_denial(err, reason, sizeof(reason)));
+}
+
 /* A duplicate of the fd @a fd of process @a pid, which must be this user's
  * (pidfd_getfd(2) checks that this process may trace it) */
 static ucs_status_t gpumem_cuda_fd_take(gpumem_cuda_gpu_t *gpu, int pid,
                                         int fd, int *fd_p)
 {
-    int pidfd, local;
+    int pidfd, local, err;
 
     pidfd = syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
-        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "memory handle of "
-                            "process %d: pidfd_open: %m", pid);
-        return (errno == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
+        err = errno;
+        gpumem_cuda_fd_refused(gpu, pid, "pidfd_open", err);
+        return (err == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
     }
 
     local = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    err   = errno;
+    close(pidfd);
     if (local < 0) {
-        gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "memory handle of "
-                            "process %d: pidfd_getfd of its fd %d: %m%s", pid,
-                            fd, (errno == EPERM) ?
-                            " (see /proc/sys/kernel/yama/ptrace_scope)" : "");
-        close(pidfd);
-        return (errno == EPERM) ? UCS_ERR_REJECTED : UCS_ERR_IO_ERROR;
+        gpumem_cuda_fd_refused(gpu, pid, "pidfd_getfd", err);
+        return ((err == EPERM) || (err == EACCES)) ? UCS_ERR_REJECTED :
+               (err == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
     }
 
-    close(pidfd);
     *fd_p = local;
     return UCS_OK;
 }
