@@ -254,34 +254,99 @@ static int gpumem_topo_facts_read_line(FILE *file, char *buf, size_t max)
     return (c != EOF) || (length > 0);
 }
 
-/* Every entry of a facts file, or nothing with an error logged */
-/* A second line of the same fact of the same device that says otherwise:
- * the later one is applied, and the two named */
-static void
-gpumem_topo_facts_warn_conflict(const char *path,
-                                const gpumem_topo_facts_entry_t *entries,
-                                unsigned num_entries,
-                                const gpumem_topo_facts_entry_t *entry)
+/* Whether two entries say the same of their fact */
+static int gpumem_topo_facts_same_value(const gpumem_topo_facts_entry_t *a,
+                                        const gpumem_topo_facts_entry_t *b)
 {
-    char name[GPUMEM_TOPO_PCI_STR_MAX];
-    unsigned i;
-
-    for (i = 0; i < num_entries; ++i) {
-        if ((entries[i].kind == entry->kind) &&
-            gpumem_pci_addr_equal(&entries[i].addr, &entry->addr) &&
-            ((entries[i].value != entry->value) ||
-             (entries[i].has_group != entry->has_group) ||
-             (entries[i].group != entry->group))) {
-            ucs_warn("gpumem: %s:%u and %s:%u say different %s facts of %s: "
-                     "line %u is applied", path, entries[i].lineno, path,
-                     entry->lineno, gpumem_topo_facts_kinds[entry->kind].name,
-                     gpumem_pci_addr_str(&entry->addr, name, sizeof(name)),
-                     entry->lineno);
-            return;
-        }
-    }
+    return (a->value == b->value) && (a->has_group == b->has_group) &&
+           (a->group == b->group);
 }
 
+/* The order of the conflict scan: by fact, then device, then line */
+static int gpumem_topo_facts_entry_cmp(const void *a_p, const void *b_p)
+{
+    const gpumem_topo_facts_entry_t *a, *b;
+    int cmp;
+
+    a = *(gpumem_topo_facts_entry_t* const*)a_p;
+    b = *(gpumem_topo_facts_entry_t* const*)b_p;
+
+    if (a->kind != b->kind) {
+        return (a->kind < b->kind) ? -1 : 1;
+    }
+    cmp = gpumem_pci_addr_cmp(&a->addr, &b->addr);
+    if (cmp != 0) {
+        return cmp;
+    }
+    return (a->lineno < b->lineno) ? -1 : (a->lineno > b->lineno);
+}
+
+static void gpumem_topo_facts_warn_pair(const char *path,
+                                        const gpumem_topo_facts_entry_t *first,
+                                        const gpumem_topo_facts_entry_t *later)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    ucs_warn("gpumem: %s:%u and %s:%u say different %s facts of %s: line %u "
+             "is applied", path, first->lineno, path, later->lineno,
+             gpumem_topo_facts_kinds[later->kind].name,
+             gpumem_pci_addr_str(&later->addr, name, sizeof(name)),
+             later->lineno);
+}
+
+/*
+ * A line of a fact of a device that says otherwise than an earlier line of
+ * the same: the later one is applied, and a warning names it with the first
+ * earlier line that differs. Sorted by fact and device, in O(n log n): a
+ * file of a million lines is read at every process's first gpumem call.
+ */
+static void gpumem_topo_facts_warn_conflicts(const char *path,
+                                             gpumem_topo_facts_entry_t *entries,
+                                             unsigned num_entries)
+{
+    const gpumem_topo_facts_entry_t *first, *differing;
+    gpumem_topo_facts_entry_t **sorted;
+    unsigned i;
+
+    if (num_entries < 2) {
+        return;
+    }
+
+    sorted = ucs_malloc(num_entries * sizeof(*sorted), "gpumem_topo_facts");
+    if (sorted == NULL) {
+        ucs_diag("gpumem: no memory to look for conflicting lines in %s",
+                 path);
+        return;
+    }
+
+    for (i = 0; i < num_entries; ++i) {
+        sorted[i] = &entries[i];
+    }
+    qsort(sorted, num_entries, sizeof(*sorted), gpumem_topo_facts_entry_cmp);
+
+    /* In each run of one fact of one device, in line order: @a first and the
+     * first line that differs from it */
+    first     = sorted[0];
+    differing = NULL;
+    for (i = 1; i < num_entries; ++i) {
+        if ((sorted[i]->kind != first->kind) ||
+            !gpumem_pci_addr_equal(&sorted[i]->addr, &first->addr)) {
+            first     = sorted[i];
+            differing = NULL;
+        } else if (!gpumem_topo_facts_same_value(sorted[i], first)) {
+            gpumem_topo_facts_warn_pair(path, first, sorted[i]);
+            if (differing == NULL) {
+                differing = sorted[i];
+            }
+        } else if (differing != NULL) {
+            gpumem_topo_facts_warn_pair(path, differing, sorted[i]);
+        }
+    }
+
+    ucs_free(sorted);
+}
+
+/* Every entry of a facts file, or nothing with an error logged */
 static ucs_status_t
 gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
                        unsigned *num_entries_p)
@@ -348,7 +413,6 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
             entries = grown;
         }
         entry.lineno           = lineno;
-        gpumem_topo_facts_warn_conflict(path, entries, num_entries, &entry);
         entries[num_entries++] = entry;
     }
 
@@ -360,6 +424,7 @@ gpumem_topo_facts_read(const char *path, gpumem_topo_facts_entry_t **entries_p,
     }
 
     fclose(file);
+    gpumem_topo_facts_warn_conflicts(path, entries, num_entries);
     *entries_p     = entries;
     *num_entries_p = num_entries;
     return UCS_OK;
