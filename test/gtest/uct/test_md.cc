@@ -633,8 +633,9 @@ static ucs_status_t md_config_read_iface(uct_component_h component,
 }
 
 /* A value UCS's own types would take in silence (a fraction or a negative
- * as a count, a negative time, an endless size) fails the configuration
- * read, and the log names the variable and the value */
+ * as a count, a negative or endless time, an endless size, a bandwidth that
+ * is not positive) fails the configuration read, and the log names the
+ * variable and the value */
 TEST(md_config, bad_values_are_refused_naming_the_variable) {
     /* The variable, and the name its table gives the setting */
     const struct {
@@ -651,6 +652,18 @@ TEST(md_config, bad_values_are_refused_naming_the_variable) {
         {"gpumem", "gpumemcpy", "COPY_OVERHEAD", "OVERHEAD", "-1ns"},
         {"gpumem_ipc", "gpumemipc", "IPC_LATENCY", "LATENCY", "-5us"},
         {"gpumem_ipc", "gpumemipc", "IPC_OVERHEAD", "OVERHEAD", "-1us"},
+        /* UCP's protocol selection aborts on a bandwidth that is not
+         * positive, and takes an endless or undefined estimate */
+        {"gpumem", "gpumemcpy", "COPY_BW", "BW", "-1GBs"},
+        {"gpumem", "gpumemcpy", "COPY_BW", "BW", "0GBs"},
+        {"gpumem", "gpumemcpy", "COPY_BW", "BW", "inf"},
+        {"gpumem_ipc", "gpumemipc", "IPC_BW", "BW", "-1GBs"},
+        {"gpumem_ipc", "gpumemipc", "IPC_BW", "BW", "nan"},
+        {"gpumem", "gpumemcpy", "COPY_LATENCY", "LATENCY", "nan"},
+        {"gpumem", "gpumemcpy", "COPY_LATENCY", "LATENCY", "inf"},
+        {"gpumem_ipc", "gpumemipc", "IPC_LATENCY", "LATENCY", "inf"},
+        {"gpumem_ipc", "gpumemipc", "IPC_OVERHEAD", "OVERHEAD", "inf"},
+        {"gpumem", "gpumemcpy", "COPY_OVERHEAD", "OVERHEAD", "nan"},
     };
     gpumem_test::emu_env emu;
 

@@ -57,14 +57,14 @@ static ucs_config_field_t uct_gpumem_copy_iface_config_table[] = {
      "at the sizes the rendezvous pipeline copies, out of cache), as for a\n"
      "GPU's DMA engine across PCIe.",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, bandwidth),
-     UCS_CONFIG_TYPE_BW},
+     UCT_GPUMEM_CONFIG_TYPE_BW},
 
     {"LATENCY", "auto",
      "Time UCP expects a copy of a few bytes to take. auto: the driver's\n"
      "figure: 100ns for the emu (a lock, a page table walk, a call), 8us\n"
      "for a GPU's DMA engine (from posting to the event of its end).",
      ucs_offsetof(uct_gpumem_copy_iface_config_t, latency),
-     UCT_GPUMEM_CONFIG_TYPE_TIME_UNITS},
+     UCT_GPUMEM_CONFIG_TYPE_LATENCY},
 
     {"OVERHEAD", "50ns",
      "CPU time UCP expects posting a copy to take, the rest of the latency\n"

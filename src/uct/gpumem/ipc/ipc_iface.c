@@ -47,7 +47,7 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
      "switch, 10 GB/s through one host bridge, 6 GB/s across host bridges,\n"
      "3 GB/s across sockets, 200 GB/s within the same GPU.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, bandwidth),
-     UCS_CONFIG_TYPE_BW},
+     UCT_GPUMEM_CONFIG_TYPE_BW},
 
     {"LATENCY", "auto",
      "Time UCP expects a copy of a few bytes to take. auto: by the topology,\n"
@@ -55,7 +55,7 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
      "host bridge, 3us across host bridges, 4us across sockets, 1us within\n"
      "the same GPU.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, latency),
-     UCT_GPUMEM_CONFIG_TYPE_TIME_UNITS},
+     UCT_GPUMEM_CONFIG_TYPE_LATENCY},
 
     {"OVERHEAD", "200ns",
      "CPU time UCP expects posting a copy to take: finding the peer's\n"

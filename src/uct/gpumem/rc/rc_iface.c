@@ -174,7 +174,7 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      "the NIC from the process's GPU in the topology: 90% through their\n"
      "host bridge, 75% across host bridges, 50% across sockets.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, bandwidth),
-     UCS_CONFIG_TYPE_BW},
+     UCT_GPUMEM_CONFIG_TYPE_BW},
 
     {"LATENCY", "700ns",
      "Time UCP expects a put of a few bytes to take to land, plus 50 ns a\n"

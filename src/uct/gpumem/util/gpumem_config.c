@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -49,10 +50,37 @@ int uct_gpumem_config_sscanf_count(const char *buf, void *dest,
     return 1;
 }
 
+/* Whether @a buf starts with "nan" or "inf", which strtod() takes */
+static int uct_gpumem_config_is_not_finite(const char *buf)
+{
+    const char *start = uct_gpumem_config_skip_blanks(buf);
+
+    return !strncasecmp(start, "nan", 3) || !strncasecmp(start, "inf", 3);
+}
+
 int uct_gpumem_config_sscanf_time(const char *buf, void *dest,
                                   const void *arg)
 {
-    return ucs_config_sscanf_time(buf, dest, arg) && (*(double*)dest >= 0);
+    return ucs_config_sscanf_time(buf, dest, arg) &&
+           isfinite(*(double*)dest) && (*(double*)dest >= 0);
+}
+
+int uct_gpumem_config_sscanf_bw(const char *buf, void *dest, const void *arg)
+{
+    double bw;
+
+    if ((*uct_gpumem_config_skip_blanks(buf) == '-') ||
+        uct_gpumem_config_is_not_finite(buf) ||
+        !ucs_config_sscanf_bw(buf, &bw, arg)) {
+        return 0;
+    }
+
+    if (!UCS_CONFIG_BW_IS_AUTO(bw) && (!isfinite(bw) || (bw <= 0))) {
+        return 0;
+    }
+
+    *(double*)dest = bw;
+    return 1;
 }
 
 int uct_gpumem_config_sscanf_time_units(const char *buf, void *dest,
@@ -61,6 +89,13 @@ int uct_gpumem_config_sscanf_time_units(const char *buf, void *dest,
     /* ucs_time_t is unsigned: a negative time would wrap */
     return (*uct_gpumem_config_skip_blanks(buf) != '-') &&
            ucs_config_sscanf_time_units(buf, dest, arg);
+}
+
+int uct_gpumem_config_sscanf_latency(const char *buf, void *dest,
+                                     const void *arg)
+{
+    return !uct_gpumem_config_is_not_finite(buf) &&
+           uct_gpumem_config_sscanf_time_units(buf, dest, arg);
 }
 
 int uct_gpumem_config_sscanf_size(const char *buf, void *dest,

@@ -1,6 +1,7 @@
 /**
  * gpumem: configuration types that refuse what UCS's own take in silence:
- * "1.5" or "-1" as a count, a negative time, "inf" or a negative size.
+ * "1.5" or "-1" as a count, a negative or endless time, "inf" or a
+ * negative size, a bandwidth that is not positive.
  * A refused value fails the configuration read, and UCS's parser logs the
  * variable, the value and what is expected.
  *
@@ -25,6 +26,15 @@ int uct_gpumem_config_sscanf_time(const char *buf, void *dest,
 /* A time (ucs_time_t), not negative; "auto" and "inf" as UCS reads them */
 int uct_gpumem_config_sscanf_time_units(const char *buf, void *dest,
                                         const void *arg);
+
+/* A time (ucs_time_t), finite and not negative, or "auto": what UCP
+ * expects an operation to take */
+int uct_gpumem_config_sscanf_latency(const char *buf, void *dest,
+                                     const void *arg);
+
+/* A bandwidth (double, bytes per second), finite and positive, or "auto" */
+int uct_gpumem_config_sscanf_bw(const char *buf, void *dest,
+                                const void *arg);
 
 /* A size in memory units, finite and not negative */
 int uct_gpumem_config_sscanf_size(const char *buf, void *dest,
@@ -61,6 +71,20 @@ int uct_gpumem_config_sscanf_size(const char *buf, void *dest,
                              ucs_config_clone_ulong, \
                              "time value, not negative: " \
                              "<number>[m|s|ms|us|ns], \"inf\", or \"auto\"")
+
+#define UCT_GPUMEM_CONFIG_TYPE_LATENCY \
+    UCT_GPUMEM_CONFIG_PARSER(uct_gpumem_config_sscanf_latency, \
+                             ucs_config_sprintf_time_units, \
+                             ucs_config_clone_ulong, \
+                             "time value, finite and not negative: " \
+                             "<number>[m|s|ms|us|ns], or \"auto\"")
+
+#define UCT_GPUMEM_CONFIG_TYPE_BW \
+    UCT_GPUMEM_CONFIG_PARSER(uct_gpumem_config_sscanf_bw, \
+                             ucs_config_sprintf_bw, \
+                             ucs_config_clone_double, \
+                             "bandwidth value, finite and positive: " \
+                             "<number>[T|G|M|K]B|b[[p|/]s], or \"auto\"")
 
 #define UCT_GPUMEM_CONFIG_TYPE_SIZE \
     UCT_GPUMEM_CONFIG_PARSER(uct_gpumem_config_sscanf_size, \
