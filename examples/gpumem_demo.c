@@ -74,12 +74,11 @@ static ucs_status_t demo_wait(demo_peer_t *peer, void *request)
     return status;
 }
 
+/* UCP asks the plugin what memory the buffers are (UCX_GPUMEM_MEM_TYPE
+ * says which type UCX sees): a type given here would have to be that one */
 static ucs_status_t demo_send(demo_peer_t *peer, void *buffer, size_t size)
 {
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE,
-        .memory_type  = UCS_MEMORY_TYPE_CUDA
-    };
+    ucp_request_param_t param = {.op_attr_mask = 0};
 
     return demo_wait(peer, ucp_tag_send_nbx(peer->ep, buffer, size, DEMO_TAG,
                                             &param));
@@ -87,10 +86,7 @@ static ucs_status_t demo_send(demo_peer_t *peer, void *buffer, size_t size)
 
 static ucs_status_t demo_recv(demo_peer_t *peer, void *buffer, size_t size)
 {
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE,
-        .memory_type  = UCS_MEMORY_TYPE_CUDA
-    };
+    ucp_request_param_t param = {.op_attr_mask = 0};
 
     return demo_wait(peer, ucp_tag_recv_nbx(peer->worker, buffer, size,
                                             DEMO_TAG, (ucp_tag_t)-1, &param));

@@ -50,6 +50,12 @@ lines+="|gpumemipc moved|bandwidth|verified: every byte"
 check "demo with gpumemipc between GPUs that reach each other" "$lines" \
     env UCX_TLS=posix,gpumemcpy,gpumemipc "$build/examples/gpumem_demo" 4m 3
 
+# Device memory that UCX sees as ROCm's (a documented value): UCP asks the
+# plugin the buffers' type, and the memory-type copies go by that type
+check "demo with UCX_GPUMEM_MEM_TYPE=rocm" "gpumemipc moved|verified: every byte" \
+    env UCX_TLS=posix,gpumemcpy,gpumemipc UCX_GPUMEM_MEM_TYPE=rocm \
+        "$build/examples/gpumem_demo" 4m 3
+
 # GPU 0 and GPU 3 of a POWER8 machine sit under two sockets: gpumemipc
 # cannot map across, the demo says why, and the buffers are staged
 lines="GPU 0 does not map GPU 3's memory: no PCI bridge above both"
