@@ -30,12 +30,6 @@ BEGIN_C_DECLS
 #  define UCT_DMABUF_FD_INVALID -1
 #endif
 
-/* Renamed in UCX 1.14 */
-#ifndef HAVE_UCS_CONFIG_DBL_AUTO
-#  define UCS_CONFIG_DBL_AUTO    UCS_CONFIG_BW_AUTO
-#  define UCS_CONFIG_DBL_IS_AUTO UCS_CONFIG_BW_IS_AUTO
-#endif
-
 
 /*
  * Checks of a caller's arguments that hold in every UCX build. UCX compiles

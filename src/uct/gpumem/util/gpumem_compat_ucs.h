@@ -14,4 +14,11 @@
 #  include <ucs/sys/ptr_arith.h>
 #endif
 
+#include <ucs/config/parser.h>
+/* Renamed in UCX 1.14 */
+#ifndef HAVE_UCS_CONFIG_DBL_AUTO
+#  define UCS_CONFIG_DBL_AUTO    UCS_CONFIG_BW_AUTO
+#  define UCS_CONFIG_DBL_IS_AUTO UCS_CONFIG_BW_IS_AUTO
+#endif
+
 #endif

@@ -9,6 +9,7 @@
 #endif
 
 #include "gpumem_config.h"
+#include "gpumem_compat_ucs.h"
 
 #include <ucs/config/types.h>
 #include <ctype.h>
@@ -75,7 +76,7 @@ int uct_gpumem_config_sscanf_bw(const char *buf, void *dest, const void *arg)
         return 0;
     }
 
-    if (!UCS_CONFIG_BW_IS_AUTO(bw) && (!isfinite(bw) || (bw <= 0))) {
+    if (!UCS_CONFIG_DBL_IS_AUTO(bw) && (!isfinite(bw) || (bw <= 0))) {
         return 0;
     }
 
