@@ -69,10 +69,13 @@ if ! run "$name"; then
     fail "the ping-pong without a filter ($driver driver)"
     exit 1
 elif ! zero_copy; then
-    version=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p')
+    version=$(ucx_info -v 2>/dev/null |
+              sed -n -e 's/^# Library version: //p' -e 's/^# Version //p' |
+              head -n 1)
     echo "SKIP: device buffers where pidfd_getfd is denied ($driver driver):" \
          "gpumemipc moved nothing without the filter either (the ranks'" \
-         "UCX, ${version:-unknown}, does not take this build's plugin)"
+         "UCX does not take this build's plugin; ucx_info here is" \
+         "${version:-unknown})"
     exit 0
 fi
 
