@@ -3,9 +3,12 @@
  * call, as a container runtime's default seccomp profile refuses
  * pidfd_getfd(2):
  *
- *   deny_syscall pidfd_getfd|pidfd_open COMMAND [ARG...]
+ *   deny_syscall pidfd_getfd|pidfd_open|unix_seqpacket COMMAND [ARG...]
  *
  * The call fails with EPERM in the command and in every process it starts.
+ * "unix_seqpacket" is socket(AF_UNIX, SOCK_SEQPACKET), the kind of socket
+ * gpumem's descriptor broker listens on: the broker cannot be reached, as
+ * between network namespaces.
  *
  * See file LICENSE for terms.
  */
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 
@@ -30,12 +34,14 @@ int main(int argc, char **argv)
     long nr;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: deny_syscall pidfd_getfd|pidfd_open "
-                "COMMAND [ARG...]\n");
+        fprintf(stderr, "usage: deny_syscall pidfd_getfd|pidfd_open|"
+                "unix_seqpacket COMMAND [ARG...]\n");
         return 125;
     }
 
-    if (!strcmp(argv[1], "pidfd_getfd")) {
+    if (!strcmp(argv[1], "unix_seqpacket")) {
+        nr = -1;
+    } else if (!strcmp(argv[1], "pidfd_getfd")) {
         nr = SYS_pidfd_getfd;
     } else if (!strcmp(argv[1], "pidfd_open")) {
         nr = SYS_pidfd_open;
@@ -45,7 +51,10 @@ int main(int argc, char **argv)
         return 125;
     }
 
-    if (gpumem_test_deny_syscall(nr, EPERM, why, sizeof(why)) != 0) {
+    if (((nr < 0) ?
+         gpumem_test_deny_socket(AF_UNIX, SOCK_SEQPACKET, EPERM, why,
+                                 sizeof(why)) :
+         gpumem_test_deny_syscall(nr, EPERM, why, sizeof(why))) != 0) {
         fprintf(stderr, "deny_syscall: %s\n", why);
         return 125;
     }

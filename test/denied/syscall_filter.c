@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,27 @@
 #  define GPUMEM_TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
 
+
+/* As a container runtime does: no privilege gained by exec, which a filter
+ * of an unprivileged process requires */
+static int gpumem_test_filter_install(struct sock_filter *code, size_t len,
+                                      char *why, size_t max)
+{
+    struct sock_fprog prog = {
+        .len    = len,
+        .filter = code
+    };
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        snprintf(why, max, "prctl(PR_SET_NO_NEW_PRIVS): %m");
+        return -1;
+    }
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) {
+        snprintf(why, max, "prctl(PR_SET_SECCOMP): %m");
+        return -1;
+    }
+    return 0;
+}
 
 int gpumem_test_deny_syscall(long nr, int err, char *why, size_t max)
 {
@@ -43,24 +65,45 @@ int gpumem_test_deny_syscall(long nr, int err, char *why, size_t max)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {
-        .len    = sizeof(code) / sizeof(code[0]),
-        .filter = code
-    };
 
-    /* As a container runtime does: no privilege gained by exec, which a
-     * filter of an unprivileged process requires */
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-        snprintf(why, max, "prctl(PR_SET_NO_NEW_PRIVS): %m");
-        return -1;
-    }
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) {
-        snprintf(why, max, "prctl(PR_SET_SECCOMP): %m");
-        return -1;
-    }
-    return 0;
+    return gpumem_test_filter_install(code, sizeof(code) / sizeof(code[0]),
+                                      why, max);
 #else
     (void)nr;
+    (void)err;
+    snprintf(why, max, "the tests have no seccomp filter for this "
+             "architecture");
+    return -1;
+#endif
+}
+
+int gpumem_test_deny_socket(int domain, int type, int err, char *why,
+                            size_t max)
+{
+#ifdef GPUMEM_TEST_AUDIT_ARCH
+    /* The arguments' low words: both architectures are little-endian */
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, GPUMEM_TEST_AUDIT_ARCH, 0, 8),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 6),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)domain, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[1])),
+        /* Without SOCK_NONBLOCK and SOCK_CLOEXEC */
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)type, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+
+    return gpumem_test_filter_install(code, sizeof(code) / sizeof(code[0]),
+                                      why, max);
+#else
+    (void)domain;
+    (void)type;
     (void)err;
     snprintf(why, max, "the tests have no seccomp filter for this "
              "architecture");

@@ -24,6 +24,15 @@ extern "C" {
 int gpumem_test_deny_syscall(long nr, int err, char *why, size_t max);
 
 /*
+ * From now on, socket(2) of @a domain and @a type (whatever its flags)
+ * fails with errno @a err in this process and its children, as it would
+ * where a policy forbids such sockets. Returns as
+ * gpumem_test_deny_syscall().
+ */
+int gpumem_test_deny_socket(int domain, int type, int err, char *why,
+                            size_t max);
+
+/*
  * Whether gpumem_test_deny_syscall() refuses pidfd_getfd(2) here, tried in
  * a child process: 0, or -1 with the reason in @a why
  */

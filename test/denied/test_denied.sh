@@ -6,9 +6,12 @@
 #   - emu driver: the peer's memory is opened by path, not taken by pidfd:
 #     gpumemipc moves the large buffers zero-copy as without the filter
 #   - cuda driver (on the emulated CUDA: test/emu/cuda/run.sh runs this with
-#     its machine set up): with the filter, the peer's
-#     memory cannot be imported, the buffers are staged, each rank says why
-#     once (the seccomp filter), not once per message, and nothing is fatal
+#     its machine set up): the peer's descriptor broker hands its fd over a
+#     Unix socket: zero-copy as without the filter, nothing said. Then with
+#     the broker's sockets denied too (as between network namespaces): the
+#     peer's memory cannot be imported, the buffers are staged, each rank
+#     says why once (the seccomp filter), not once per message, and nothing
+#     is fatal
 # Both first run without the filter, which must be zero-copy.
 #   test_denied.sh BUILDDIR
 set -u
@@ -83,13 +86,26 @@ name=denied-$driver
 if ! run "$name" "$deny" pidfd_getfd; then
     fail "the ping-pong under a filter that denies pidfd_getfd" \
          "($driver driver)"
+elif ! zero_copy; then
+    fail "gpumemipc moved nothing where pidfd_getfd is denied ($driver" \
+         "driver)"
+elif grep -q "cannot import the memory of process" "$work/$name.log"; then
+    fail "a rank could not import although the descriptors are passed" \
+         "($driver driver)"
 elif [ "$driver" = emu ]; then
-    if zero_copy; then
-        echo "PASS: zero-copy where pidfd_getfd is denied (emu driver:" \
-             "memory opened by path)"
-    else
-        fail "gpumemipc moved nothing although the emu driver needs no pidfd"
-    fi
+    echo "PASS: zero-copy where pidfd_getfd is denied (emu driver:" \
+         "memory opened by path)"
+else
+    echo "PASS: zero-copy where pidfd_getfd is denied ($driver driver:" \
+         "the descriptor broker)"
+fi
+
+name=unreachable-$driver
+if [ "$driver" = emu ]; then
+    : # Its memory is opened by path: no broker to take away
+elif ! run "$name" "$deny" pidfd_getfd "$deny" unix_seqpacket; then
+    fail "the ping-pong under filters that deny pidfd_getfd and the" \
+         "descriptor broker ($driver driver)"
 else
     # The line of each rank that could not import: "[time]
     # [host:pid:thread] ... cannot import the memory of process N: ..."
@@ -106,8 +122,9 @@ else
     elif grep -q "Fatal\|failed to unpack" "$work/$name.log"; then
         fail "a remote key that could not be imported failed UCP"
     else
-        echo "PASS: staged where pidfd_getfd is denied ($driver driver)," \
-             "the reason said once per rank"
+        echo "PASS: staged where neither pidfd_getfd nor the descriptor" \
+             "broker is allowed ($driver driver), the reason said once per" \
+             "rank"
     fi
 fi
 

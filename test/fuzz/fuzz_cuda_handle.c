@@ -41,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check((handle.size % GPUMEM_CUDA_HANDLE_PAGE) == 0);
     } else {
         fuzz_check(handle.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC);
-        fuzz_check((handle.fd == -1) && (handle.granularity == 0));
+        fuzz_check((handle.fd == -1) && (handle.granularity == 0) &&
+                   (handle.broker == 0));
     }
 
     fuzz_check(gpumem_cuda_handle_pack(&handle, repacked, sizeof(repacked),

@@ -15,18 +15,19 @@ set -euo pipefail
 OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build/cuda_handle
 # shellcheck source=test/fuzz/fuzz_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
-fuzz_build fuzz_cuda_handle "$TOP/src/uct/gpumem/driver/cuda/cuda_handle.c"
+fuzz_build fuzz_cuda_handle "$TOP/src/uct/gpumem/driver/cuda/cuda_handle.c" \
+    "$TOP/src/uct/gpumem/util/gpumem_proc.c"
 
 # gpumem_cuda_handle_t's fields in order, in this machine's byte order
 python3 - "$CORPUS" "$(id -u)" <<'PY'
 import struct, sys
-fmt = '=IHHIiiIQQQ64s'
+fmt = '=IHHIiiIQQQQ64s'
 magic, uid, mib2 = 0x43474d55, int(sys.argv[2]), 2 << 20
 seeds = {
-    'seed-vmm': struct.pack(fmt, magic, 1, 1, uid, 4242, 17, 0, 4 * mib2,
-                            mib2, 1, bytes(64)),
-    'seed-ipc': struct.pack(fmt, magic, 1, 2, uid, 4242, -1, 0, 1 << 20, 0,
-                            99, bytes(range(64))),
+    'seed-vmm': struct.pack(fmt, magic, 3, 1, uid, 4242, 17, 0, 4 * mib2,
+                            mib2, 1, 0x0123456789abcdef, bytes(64)),
+    'seed-ipc': struct.pack(fmt, magic, 3, 2, uid, 4242, -1, 0, 1 << 20, 0,
+                            99, 0, bytes(range(64))),
 }
 for name, data in seeds.items():
     with open(sys.argv[1] + '/' + name, 'wb') as f:

@@ -15,7 +15,8 @@ set -euo pipefail
 OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build/ipc_fifo
 # shellcheck source=test/fuzz/fuzz_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
-fuzz_build fuzz_ipc_fifo "$TOP/src/uct/gpumem/ipc/ipc_fifo.c"
+fuzz_build fuzz_ipc_fifo "$TOP/src/uct/gpumem/ipc/ipc_fifo.c" \
+    "$TOP/src/uct/gpumem/util/gpumem_proc.c"
 
 # The mapping's size, then the control block and a slot's header as
 # ipc_fifo.h lays them out on x86_64 (cache lines of 64 bytes)

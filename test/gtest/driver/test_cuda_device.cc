@@ -204,6 +204,83 @@ TEST_F(cuda_device, import_under_the_granularity_has_the_owners_size) {
     EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
 }
 
+/* The handle of @a region's memory, as the driver exports it */
+static gpumem_cuda_handle_t driver_handle(gpumem_driver_t *driver,
+                                          gpumem_region_t *region,
+                                          std::vector<uint8_t> *wire_p)
+{
+    gpumem_cuda_handle_t handle = {};
+    gpumem_driver_mem_t *vram;
+    size_t offset, length;
+
+    wire_p->resize(GPUMEM_DRIVER_EXPORT_MAX);
+    EXPECT_EQ(UCS_OK, gpumem_region_vram(region, &vram, &offset));
+    EXPECT_EQ(UCS_OK, driver->ops->mem_export(vram, wire_p->data(),
+                                              &length));
+    wire_p->resize(length);
+    EXPECT_EQ(UCS_OK, gpumem_cuda_handle_unpack(wire_p->data(), length,
+                                                &handle));
+    return handle;
+}
+
+/* A key of memory its owner freed names that allocation: the owner's next
+ * allocation, which has the freed one's fd number, is not imported for it */
+TEST_F(cuda_device, import_of_a_freed_allocations_key_is_refused) {
+    const size_t size         = 2ul << 20;
+    gpumem_driver_gpu_t *dgpu = m_driver->ops->gpu(m_driver, 0);
+    std::vector<uint8_t> stale_wire, fresh_wire;
+    gpumem_cuda_handle_t stale, fresh;
+    gpumem_region_t *region;
+    gpumem_driver_mem_t *mem;
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    stale = driver_handle(m_driver, region, &stale_wire);
+    EXPECT_NE(0u, stale.broker);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    fresh = driver_handle(m_driver, region, &fresh_wire);
+    EXPECT_EQ(stale.fd, fresh.fd) << "the fd number was not reused: the "
+                                     "case is not the one of a stale key";
+    EXPECT_NE(stale.alloc_id, fresh.alloc_id);
+
+    EXPECT_EQ(UCS_ERR_NO_ELEM, m_driver->ops->mem_import(
+            dgpu, stale_wire.data(), stale_wire.size(), &mem));
+    expect_log("freed: the key is stale");
+
+    ASSERT_EQ(UCS_OK, m_driver->ops->mem_import(dgpu, fresh_wire.data(),
+                                                fresh_wire.size(), &mem));
+    m_driver->ops->mem_free(mem);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
+/* Where the exporter's broker does not answer, the fd is taken by its
+ * number */
+TEST_F(cuda_device, import_takes_the_fd_by_pidfd_without_a_broker) {
+    const size_t size         = 2ul << 20;
+    gpumem_driver_gpu_t *dgpu = m_driver->ops->gpu(m_driver, 0);
+    std::vector<uint8_t> wire;
+    gpumem_cuda_handle_t handle;
+    gpumem_region_t *region;
+    gpumem_driver_mem_t *mem;
+    size_t length;
+
+    region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    handle         = driver_handle(m_driver, region, &wire);
+    handle.broker ^= 1;
+    wire.resize(GPUMEM_DRIVER_EXPORT_MAX);
+    ASSERT_EQ(UCS_OK, gpumem_cuda_handle_pack(&handle, wire.data(),
+                                              wire.size(), &length));
+    ASSERT_EQ(UCS_OK, m_driver->ops->mem_import(dgpu, wire.data(), length,
+                                                &mem));
+    EXPECT_EQ(size, mem->size);
+    m_driver->ops->mem_free(mem);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+}
+
 TEST_F(cuda_device, device_addresses_are_known_with_their_allocation) {
     const size_t size       = 2ul << 20;
     gpumem_region_t *region = alloc(0, size);
@@ -431,10 +508,11 @@ protected:
         expect_kept("dma-buf export");
 
         /* Refused by the driver after the push: the handle of this
-         * process's memory, with an fd that is no memory's */
+         * process's memory, with no broker and an fd that is no memory's */
         ASSERT_EQ(UCS_OK, m_driver->ops->mem_export(vram, wire, &length));
         ASSERT_EQ(UCS_OK, gpumem_cuda_handle_unpack(wire, length, &forged));
-        forged.fd = open("/dev/null", O_RDONLY);
+        forged.broker = 0;
+        forged.fd     = open("/dev/null", O_RDONLY);
         ASSERT_GE(forged.fd, 0);
         ASSERT_EQ(UCS_OK, gpumem_cuda_handle_pack(&forged, wire, sizeof(wire),
                                                   &length));

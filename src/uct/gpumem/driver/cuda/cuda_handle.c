@@ -110,7 +110,7 @@ ucs_status_t gpumem_cuda_handle_unpack(const void *buf, size_t length,
         }
     } else if (h.type == GPUMEM_CUDA_HANDLE_LEGACY_IPC) {
         /* The allocation id is the driver's buffer id */
-        why = ((h.fd != -1) || (h.granularity != 0)) ?
+        why = ((h.fd != -1) || (h.granularity != 0) || (h.broker != 0)) ?
               "fields of a VMM handle set in a legacy IPC handle" :
               (h.alloc_id == 0) ? "no allocation id" : NULL;
     } else {

@@ -3,10 +3,13 @@
  * another process of the machine imports to map the memory.
  *
  * Two kinds: a VMM allocation's shareable POSIX fd, named by the exporting
- * process and the fd's number in it (the importer duplicates it with
- * pidfd_getfd(2), so only a process that may trace the exporter, the same
- * user, can), and a legacy IPC handle of memory an application allocated
- * with cudaMalloc or cuMemAlloc. Every field is checked on decode.
+ * process's descriptor broker and the allocation's id (the importer asks
+ * the broker, which hands the fd to processes of the same user), or where
+ * the broker does not answer, by the exporting process and the fd's number
+ * in it (the importer duplicates it with pidfd_getfd(2), so only a process
+ * that may trace the exporter can); and a legacy IPC handle of memory an
+ * application allocated with cudaMalloc or cuMemAlloc. Every field is
+ * checked on decode.
  *
  * See file LICENSE for terms.
  */
@@ -22,7 +25,7 @@
 BEGIN_C_DECLS
 
 #define GPUMEM_CUDA_HANDLE_MAGIC    0x43474d55u /* "UMGC" */
-#define GPUMEM_CUDA_HANDLE_VERSION  2
+#define GPUMEM_CUDA_HANDLE_VERSION  3
 #define GPUMEM_CUDA_IPC_HANDLE_SIZE 64          /* CU_IPC_HANDLE_SIZE */
 #define GPUMEM_CUDA_HANDLE_PAGE     4096        /* The core's small page */
 
@@ -53,6 +56,8 @@ typedef struct gpumem_cuda_handle {
                                life (LEGACY_IPC: the driver's buffer id):
                                an fd number or address reused for another
                                allocation makes another handle */
+    uint64_t broker;        /* VMM_FD: the exporter's descriptor broker,
+                               0 if it has none (LEGACY_IPC: 0) */
     uint8_t  ipc[GPUMEM_CUDA_IPC_HANDLE_SIZE]; /* LEGACY_IPC: the handle */
 } UCS_S_PACKED gpumem_cuda_handle_t;
 

@@ -65,6 +65,8 @@ typedef struct gpumem_cuda_mem {
     int                          export_fd;   /* -1 until exported */
     int                          imported;
     uint64_t                     alloc_id;    /* Unique in the process */
+    uint64_t                     broker;      /* The descriptor broker
+                                                 serving export_fd, or 0 */
     gpumem_cuda_opened_t         *opened;     /* Legacy IPC: its mapping */
     CUdeviceptr                  dmabuf_va;   /* 0 until dmabuf_export */
 } gpumem_cuda_mem_t;

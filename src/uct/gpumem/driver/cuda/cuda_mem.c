@@ -16,6 +16,7 @@
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/memtrack_int.h>
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
+#include <uct/gpumem/util/gpumem_fd_broker.h>
 #include <uct/gpumem/util/gpumem_pidfd.h>
 #include <ucs/sys/string.h>
 #include <errno.h>
@@ -192,6 +193,9 @@ void gpumem_cuda_mem_free(gpumem_driver_mem_t *super)
                          mem->alloc_size);
         gpumem_cuda_ctx_pop(gpu);
     }
+    if (mem->broker != 0) {
+        gpumem_fd_broker_withdraw(mem->alloc_id);
+    }
     if (mem->export_fd >= 0) {
         close(mem->export_fd);
     }
@@ -213,8 +217,8 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* The fd stays open as long as the memory: the importer duplicates it
-     * from this process */
+    /* The fd stays open as long as the memory: the importer receives it
+     * from the broker, or duplicates it from this process */
     if (mem->export_fd < 0) {
         status = gpumem_cuda_ctx_push(gpu, "export");
         if (status != UCS_OK) {
@@ -231,6 +235,10 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
             return status;
         }
         mem->export_fd = fd;
+        if (gpumem_fd_broker_offer(mem->alloc_id, mem->super.size, fd,
+                                   &mem->broker) != UCS_OK) {
+            mem->broker = 0;
+        }
     }
 
     memset(&handle, 0, sizeof(handle));
@@ -243,6 +251,7 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
     handle.size        = mem->super.size;
     handle.granularity = gpu->driver->granularity;
     handle.alloc_id    = mem->alloc_id;
+    handle.broker      = mem->broker;
     return gpumem_cuda_handle_pack(&handle, buf, GPUMEM_DRIVER_EXPORT_MAX,
                                    length_p);
 }
@@ -251,28 +260,33 @@ ucs_status_t gpumem_cuda_mem_export(gpumem_driver_mem_t *super, void *buf,
  * at warning level (the memory is then moved another way, each time), and
  * at debug level after */
 static void gpumem_cuda_fd_refused(gpumem_cuda_gpu_t *gpu, int pid,
-                                   const char *call, int err)
+                                   const char *broker_why, const char *call,
+                                   int err)
 {
     ucs_log_level_t level = gpumem_pidfd_denial_is_new(pid) ?
                             UCS_LOG_LEVEL_WARN : UCS_LOG_LEVEL_DEBUG;
     char reason[256];
 
     gpumem_cuda_gpu_log(level, gpu, "cannot import the memory of process "
-                        "%d: %s: %s: %s", pid, call, strerror(err),
+                        "%d: %s%s%s: %s: %s", pid, broker_why,
+                        (*broker_why != '\0') ? "; " : "", call,
+                        strerror(err),
                         gpumem_pidfd_denial(err, reason, sizeof(reason)));
 }
 
 /* A duplicate of the fd @a fd of process @a pid, which must be this user's
- * (pidfd_getfd(2) checks that this process may trace it) */
+ * (pidfd_getfd(2) checks that this process may trace it); @a broker_why
+ * says why its broker did not answer */
 static ucs_status_t gpumem_cuda_fd_take(gpumem_cuda_gpu_t *gpu, int pid,
-                                        int fd, int *fd_p)
+                                        int fd, const char *broker_why,
+                                        int *fd_p)
 {
     int pidfd, local, err;
 
     pidfd = syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         err = errno;
-        gpumem_cuda_fd_refused(gpu, pid, "pidfd_open", err);
+        gpumem_cuda_fd_refused(gpu, pid, broker_why, "pidfd_open", err);
         return (err == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
     }
 
@@ -280,13 +294,45 @@ static ucs_status_t gpumem_cuda_fd_take(gpumem_cuda_gpu_t *gpu, int pid,
     err   = errno;
     close(pidfd);
     if (local < 0) {
-        gpumem_cuda_fd_refused(gpu, pid, "pidfd_getfd", err);
+        gpumem_cuda_fd_refused(gpu, pid, broker_why, "pidfd_getfd", err);
         return ((err == EPERM) || (err == EACCES)) ? UCS_ERR_REJECTED :
                (err == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
     }
 
     *fd_p = local;
     return UCS_OK;
+}
+
+/* The exporter's fd of the allocation @a handle names: from its broker,
+ * which checks that the allocation is still the key's; by its number where
+ * no broker answers, which the exporter may have given to another since */
+static ucs_status_t gpumem_cuda_fd_of(gpumem_cuda_gpu_t *gpu,
+                                      const gpumem_cuda_handle_t *handle,
+                                      int *fd_p)
+{
+    char why[256] = "";
+    ucs_status_t status;
+
+    if (handle->broker != 0) {
+        status = gpumem_fd_broker_take(handle->broker, handle->uid,
+                                       handle->alloc_id, handle->size, fd_p,
+                                       why, sizeof(why));
+        if (status != UCS_ERR_UNREACHABLE) {
+            if (status != UCS_OK) {
+                gpumem_cuda_gpu_log(UCS_LOG_LEVEL_ERROR, gpu, "cannot import "
+                                    "the memory of process %d: %s",
+                                    handle->pid, why);
+            }
+            return status;
+        }
+        ucs_debug("gpumem_cuda: GPU %u: memory of process %d: %s; taking "
+                  "its fd %d by pidfd_getfd", gpu->index, handle->pid, why,
+                  handle->fd);
+    } else {
+        snprintf(why, sizeof(why), "it serves no descriptor broker");
+    }
+
+    return gpumem_cuda_fd_take(gpu, handle->pid, handle->fd, why, fd_p);
 }
 
 /* Memory another process allocated with cudaMalloc: the driver maps it,
@@ -460,7 +506,7 @@ ucs_status_t gpumem_cuda_mem_import(gpumem_driver_gpu_t *handle_gpu,
         goto err_free;
     }
 
-    status = gpumem_cuda_fd_take(gpu, handle.pid, handle.fd, &fd);
+    status = gpumem_cuda_fd_of(gpu, &handle, &fd);
     if (status != UCS_OK) {
         goto err_free;
     }
