@@ -126,6 +126,9 @@ typedef struct gpumem_emu_cuda_range {
                                                 legacy IPC handle shares */
     int                          ipc_fd;     /* ALLOC: the IPC handle's
                                                 file, -1 until asked */
+    uint64_t                     ipc_broker; /* ALLOC: the descriptor
+                                                broker serving ipc_fd, or
+                                                0 */
 } gpumem_emu_cuda_range_t;
 
 

@@ -10,6 +10,7 @@
 
 #include "emu_cuda.h"
 
+#include <uct/gpumem/util/gpumem_fd_broker.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,15 +19,20 @@
 
 
 /**
- * What a CUipcMemHandle holds: where the exporter's handle file is.
+ * What a CUipcMemHandle holds: where the exporter's handle file is. As CUDA
+ * does, the handle names one allocation: its broker hands the file for the
+ * allocation's id and size only, so a handle of freed memory, or of another
+ * size, opens nothing.
  */
 typedef struct gpumem_emu_cuda_ipc {
     uint32_t           magic;
     int32_t            pid;        /* The exporter */
-    int32_t            fd;         /* Its handle file */
-    uint32_t           reserved;
+    int32_t            fd;         /* Its handle file, where no broker
+                                      answers */
+    uint32_t           uid;        /* The exporter's effective user */
     unsigned long long buffer_id;  /* Its allocation */
     uint64_t           size;
+    uint64_t           broker;     /* Its descriptor broker, or 0 */
 } gpumem_emu_cuda_ipc_t;
 
 _Static_assert(sizeof(gpumem_emu_cuda_ipc_t) <= CU_IPC_HANDLE_SIZE,
@@ -56,17 +62,46 @@ CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
         if (res != CUDA_SUCCESS) {
             return gpumem_emu_cuda_return(res);
         }
+        if (gpumem_fd_broker_offer(range->buffer_id, range->size,
+                                   range->ipc_fd, &range->ipc_broker) !=
+            UCS_OK) {
+            range->ipc_broker = 0;
+        }
     }
 
     memset(&ipc, 0, sizeof(ipc));
     ipc.magic     = GPUMEM_EMU_CUDA_IPC_MAGIC;
     ipc.pid       = getpid();
     ipc.fd        = range->ipc_fd;
+    ipc.uid       = geteuid();
     ipc.buffer_id = range->buffer_id;
     ipc.size      = range->size;
+    ipc.broker    = range->ipc_broker;
     memset(pHandle, 0, sizeof(*pHandle));
     memcpy(pHandle->reserved, &ipc, sizeof(ipc));
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
+}
+
+/* The exporter's handle file of the allocation @a ipc names: from its
+ * broker, by its number where no broker answers */
+static CUresult gpumem_emu_cuda_ipc_file(const gpumem_emu_cuda_ipc_t *ipc,
+                                         int *fd_p)
+{
+    ucs_status_t status;
+    char why[256];
+
+    if (ipc->broker != 0) {
+        status = gpumem_fd_broker_take(ipc->broker, ipc->uid, ipc->buffer_id,
+                                       ipc->size, fd_p, why, sizeof(why));
+        if (status == UCS_OK) {
+            return CUDA_SUCCESS;
+        } else if (status != UCS_ERR_UNREACHABLE) {
+            ucs_debug("gpumem emulated CUDA: legacy IPC handle of process "
+                      "%d: %s", ipc->pid, why);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return gpumem_emu_cuda_fd_take(ipc->pid, ipc->fd, fd_p);
 }
 
 static CUresult gpumem_emu_cuda_ipc_open(const gpumem_emu_cuda_ipc_t *ipc,
@@ -80,7 +115,7 @@ static CUresult gpumem_emu_cuda_ipc_open(const gpumem_emu_cuda_ipc_t *ipc,
     CUresult res;
     int fd;
 
-    res = gpumem_emu_cuda_fd_take(ipc->pid, ipc->fd, &fd);
+    res = gpumem_emu_cuda_ipc_file(ipc, &fd);
     if (res != CUDA_SUCCESS) {
         return res;
     }

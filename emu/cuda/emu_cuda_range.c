@@ -11,6 +11,7 @@
 
 #include "emu_cuda.h"
 
+#include <uct/gpumem/util/gpumem_fd_broker.h>
 #include <ucs/debug/memtrack_int.h>
 #include <unistd.h>
 
@@ -73,6 +74,9 @@ CUresult gpumem_emu_cuda_sys_range_new(gpumem_emu_cuda_range_kind_t kind,
 
 void gpumem_emu_cuda_range_free(gpumem_emu_cuda_range_t *range)
 {
+    if (range->ipc_broker != 0) {
+        gpumem_fd_broker_withdraw(range->buffer_id);
+    }
     if (range->ipc_fd >= 0) {
         close(range->ipc_fd);
     }

@@ -563,7 +563,9 @@ TEST_F(cuda_device_caller_ctx, is_current_again_after_every_call) {
 
 /* The exporter of the two-process tests, run as a process of its own (a
  * CUDA process cannot fork a CUDA child): "vmm" exports memory the core
- * allocated, "legacy" memory the application allocated with cuMemAlloc */
+ * allocated, "legacy" memory the application allocated with cuMemAlloc,
+ * "legacy-freed" such memory after freeing it and exporting the next
+ * allocation, which takes the freed one's handle file's fd number */
 TEST_F(cuda_device, export_child) {
     const char *out_env  = getenv("GPUMEM_TEST_CUDA_EXPORT_FD");
     const char *in_env   = getenv("GPUMEM_TEST_CUDA_WAIT_FD");
@@ -584,7 +586,8 @@ TEST_F(cuda_device, export_child) {
         GTEST_SKIP() << "the exporter of the two-process tests, which run it";
     }
 
-    if (std::string(kind_env) == "legacy") {
+    const std::string kind(kind_env);
+    if (kind != "vmm") {
         ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuDeviceGet(&dev, 0));
         ASSERT_EQ(CUDA_SUCCESS,
                   gpumem_cuda_api.cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -610,6 +613,17 @@ TEST_F(cuda_device, export_child) {
         EXPECT_EQ(size, alloc_size);
     }
 
+    if (kind == "legacy-freed") {
+        uint8_t next[GPUMEM_EXPORT_MAX];
+        size_t next_length;
+
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuMemFree(app_ptr));
+        ASSERT_EQ(CUDA_SUCCESS, gpumem_cuda_api.cuMemAlloc(&app_ptr, size));
+        ASSERT_EQ(UCS_OK, gpumem_export_addr(gpu(0), (void*)app_ptr, next,
+                                             &next_length, &base,
+                                             &alloc_size));
+    }
+
     length32 = length;
     ASSERT_EQ((ssize_t)sizeof(length32),
               write(atoi(out_env), &length32, sizeof(length32)));
@@ -629,8 +643,9 @@ TEST_F(cuda_device, export_child) {
 class cuda_device_two_processes : public cuda_device {
 protected:
     /* Runs export_child of @a kind, imports its handle onto GPU 0 and
-     * checks the bytes it wrote */
-    void import_from_child(const std::string &kind) {
+     * checks the bytes it wrote, or that the import is refused */
+    void import_from_child(const std::string &kind,
+                           bool refused = false) {
         const size_t size          = 3ul << 20;
         std::vector<uint8_t> bytes = pattern(size, 13);
         std::vector<uint8_t> back(size);
@@ -676,12 +691,20 @@ protected:
                   read(to_parent[0], &length, sizeof(length)));
         ASSERT_LE(length, sizeof(handle));
         ASSERT_EQ((ssize_t)length, read(to_parent[0], handle, length));
-        ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length, &imported));
-        EXPECT_GE(gpumem_region_size(imported), size);
-        ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
-                               gpumem_region_address(imported), true, size));
-        EXPECT_TRUE(bytes == back);
-        EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+        if (refused) {
+            EXPECT_NE(UCS_OK, gpumem_import(gpu(0), handle, length,
+                                            &imported));
+            expect_log("legacy IPC handle of process");
+        } else {
+            ASSERT_EQ(UCS_OK, gpumem_import(gpu(0), handle, length,
+                                            &imported));
+            EXPECT_GE(gpumem_region_size(imported), size);
+            ASSERT_EQ(UCS_OK, copy(0, (uintptr_t)back.data(), false,
+                                   gpumem_region_address(imported), true,
+                                   size));
+            EXPECT_TRUE(bytes == back);
+            EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), imported));
+        }
 
         EXPECT_EQ(1, write(to_child[1], &done, 1));
         ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
@@ -697,4 +720,10 @@ TEST_F(cuda_device_two_processes, vmm_memory_shared_by_fd) {
 
 TEST_F(cuda_device_two_processes, application_memory_shared_by_legacy_ipc) {
     import_from_child("legacy");
+}
+
+/* As CUDA, the handle names one allocation: a handle of freed memory opens
+ * nothing, although the exporter's next allocation has its file's number */
+TEST_F(cuda_device_two_processes, legacy_handle_of_freed_memory_is_refused) {
+    import_from_child("legacy-freed", true);
 }
