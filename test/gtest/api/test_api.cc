@@ -16,10 +16,12 @@ extern "C" {
 #include <ucs/type/status.h>
 }
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -184,6 +186,72 @@ TEST_F(api, a_null_answer_or_buffer_is_an_invalid_argument_logged) {
     EXPECT_EQ(0, gpumem_device_memset(NULL, 0, 0));
     EXPECT_EQ(0, gpumem_ipc_bytes(&bytes));
     EXPECT_EQ(0, gpumem_rc_bytes(&bytes));
+    EXPECT_EQ(0, gpumem_device_free(dev));
+}
+
+/* Every byte of a copy or a set is checked before any moves: a range past
+ * its allocation, an address of a GPU where nothing is allocated, or host
+ * pages that are not mapped are refused, every time, and nothing faults */
+TEST_F(api, a_range_outside_its_allocation_is_refused_and_logged) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    const size_t size = 64 << 10;
+    std::vector<char> host(2 * size, 'h');
+    std::vector<char> back(size);
+    char *dev, *other;
+    int attempt;
+
+    ASSERT_EQ(0, gpumem_device_malloc((void**)&dev, size));
+    ASSERT_EQ(0, gpumem_device_memset(dev, 'd', size));
+    for (attempt = 0; attempt < 3; ++attempt) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  gpumem_device_memcpy(dev + 4096, &host[0], size));
+        log.expect("dst");
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  gpumem_device_memcpy(&host[0], dev + 1, size));
+        log.expect("runs past the end of its allocation");
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  gpumem_device_memset(dev + size / 2, 'x', size));
+        log.expect("gpumem_device_memset: ptr");
+    }
+
+    /* Nothing was written by the refused calls */
+    ASSERT_EQ(0, gpumem_device_memcpy(&back[0], dev, size));
+    EXPECT_EQ(std::vector<char>(size, 'd'), back);
+
+    /* Past the last allocation, in the GPU's addresses (which the cuda
+     * driver tells from host memory by its allocations only: there, the
+     * addresses CUDA reserved and the CPU cannot read) */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(&back[0], dev + (64ul << 20), 16));
+    log.expect(gpumem_test::driver_is_emu() ? "where no allocation is" :
+                                              "gpumem_device_memcpy: src");
+
+    /* A huge size wraps no address */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(dev, &host[0], SIZE_MAX));
+    log.expect("past the end");
+
+    /* Host pages that are not mapped: the first page, and one unmapped */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(dev, (void*)0x1000, 16));
+    log.expect("nor memory this process may read");
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, page);
+    ASSERT_EQ(0, munmap(page, 4096));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_memcpy(page, dev, 16));
+    log.expect("nor memory this process may read");
+
+    /* Between two GPUs, the source's range is checked on its own GPU */
+    ASSERT_EQ(0, gpumem_device_set(1));
+    ASSERT_EQ(0, gpumem_device_malloc((void**)&other, size));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(other, dev + 8, size));
+    log.expect("src");
+    EXPECT_EQ(0, gpumem_device_memcpy(other, dev, size));
+    log.expect_none();
+
+    EXPECT_EQ(0, gpumem_device_free(other));
     EXPECT_EQ(0, gpumem_device_free(dev));
 }
 

@@ -9,6 +9,8 @@
 #  include "config.h"
 #endif
 
+#include "gpumem_api_range.h"
+
 #include <gpumem/gpumem.h>
 
 #include <uct/gpumem/gpumem_context.h>
@@ -330,8 +332,17 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
         return status;
     }
 
-    dst_gpu = uct_gpumem_context_find_gpu(context, dst);
-    src_gpu = uct_gpumem_context_find_gpu(context, src);
+    status = gpumem_api_range_check(context, dst, size,
+                                    "gpumem_device_memcpy", "dst", &dst_gpu);
+    if (status == UCS_OK) {
+        status = gpumem_api_range_check(context, src, size,
+                                        "gpumem_device_memcpy", "src",
+                                        &src_gpu);
+    }
+    if (status != UCS_OK) {
+        goto out_put;
+    }
+
     if ((dst_gpu < 0) && (src_gpu < 0)) {
         memcpy(dst, src, size);
     } else if ((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu)) {
@@ -341,8 +352,9 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
                                   (uintptr_t)src, src_gpu >= 0, size);
     } else if ((src_region = gpumem_find_region(context->gpus[src_gpu],
                                                 (uintptr_t)src)) == NULL) {
+        /* Freed by another thread since the check */
         ucs_error("gpumem: memcpy from %p, which no allocation holds", src);
-        status = UCS_ERR_INVALID_ADDR;
+        status = UCS_ERR_INVALID_PARAM;
     } else {
         /* Between two GPUs: the destination's engine, through a peer
          * mapping of the source */
@@ -356,6 +368,7 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
         }
     }
 
+out_put:
     uct_gpumem_context_put(context);
     return status;
 }
@@ -363,11 +376,27 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
 gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size)
 {
     char chunk[4096];
+    uct_gpumem_context_t *context;
     size_t offset, length;
     ucs_status_t status;
+    int gpu;
 
-    if (size > 0) {
-        GPUMEM_API_CHECK_ARG(ptr, "gpumem_device_memset");
+    if (size == 0) {
+        return UCS_OK;
+    }
+
+    /* The whole range first: a set that runs past its allocation writes
+     * nothing */
+    GPUMEM_API_CHECK_ARG(ptr, "gpumem_device_memset");
+    status = gpumem_api_context_get(&context);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = gpumem_api_range_check(context, ptr, size,
+                                    "gpumem_device_memset", "ptr", &gpu);
+    uct_gpumem_context_put(context);
+    if (status != UCS_OK) {
+        return status;
     }
 
     memset(chunk, value, sizeof(chunk));
