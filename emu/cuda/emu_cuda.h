@@ -186,6 +186,23 @@ typedef struct gpumem_emu_cuda {
 extern gpumem_emu_cuda_t gpumem_emu_cuda;
 
 
+/* What a live handle is (emu_cuda_live.c) */
+typedef enum {
+    GPUMEM_EMU_CUDA_LIVE_STREAM = 1,
+    GPUMEM_EMU_CUDA_LIVE_EVENT  = 2
+} gpumem_emu_cuda_live_kind_t;
+
+/* A stream or an event from its create to its destroy (lock held);
+ * CUDA_ERROR_OUT_OF_MEMORY if it cannot be recorded */
+CUresult gpumem_emu_cuda_live_add(const void *handle,
+                                  gpumem_emu_cuda_live_kind_t kind);
+void gpumem_emu_cuda_live_remove(const void *handle);
+
+/* Whether @a handle is a live one of @a kind (lock held) */
+int gpumem_emu_cuda_live_is(const void *handle,
+                            gpumem_emu_cuda_live_kind_t kind);
+
+
 /* Times the calling thread holds the library's lock */
 extern __thread unsigned gpumem_emu_cuda_lock_depth;
 /* The calling thread is in a host function of a stream */

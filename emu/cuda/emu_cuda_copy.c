@@ -14,8 +14,10 @@
 
 #include "emu_cuda.h"
 
+#include <uct/gpumem/util/gpumem_readable.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <inttypes.h>
 #include <string.h>
 
 
@@ -61,6 +63,15 @@ static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size,
         gpumem_emu_cuda.emu->ops->is_device_addr(gpumem_emu_cuda.emu,
                                                  (void*)(uintptr_t)addr,
                                                  &gpu_index)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+
+    /* Host memory is the caller's to give, as in CUDA; the engine here
+     * copies it with the CPU, so a page it cannot read (NULL, unmapped,
+     * reserved for a GPU) is said at the call instead of faulting */
+    if (!gpumem_proc_readable(addr, size)) {
+        ucs_debug("gpumem emulated CUDA: copy of %zu bytes at 0x%"PRIx64
+                  ": host memory this process cannot read", size, addr);
         return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;

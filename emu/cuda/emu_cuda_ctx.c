@@ -37,12 +37,20 @@ CUcontext gpumem_emu_cuda_ctx_current(void)
            gpumem_emu_cuda_stack[gpumem_emu_cuda_depth - 1];
 }
 
+static int gpumem_emu_cuda_ctx_valid(CUcontext ctx);
+
 CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p)
 {
     CUcontext ctx = gpumem_emu_cuda_ctx_current();
 
     if (ctx == NULL) {
         return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    /* Another thread destroyed it: this thread's stack still names it */
+    if (!gpumem_emu_cuda_ctx_valid(ctx)) {
+        ucs_debug("gpumem emulated CUDA: the current context %p was "
+                  "destroyed", ctx);
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     }
     *ctx_p = ctx;
     return CUDA_SUCCESS;

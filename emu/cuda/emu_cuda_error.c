@@ -25,6 +25,7 @@
     _e(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal") \
     _e(CUDA_ERROR_INVALID_CONTEXT, "invalid device context") \
     _e(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current") \
+    _e(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed") \
     _e(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped") \
     _e(CUDA_ERROR_NOT_MAPPED, "resource not mapped") \
     _e(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, \

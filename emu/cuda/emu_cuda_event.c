@@ -53,6 +53,11 @@ CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int flags)
     if (event == NULL) {
         return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
     }
+    if (gpumem_emu_cuda_live_add(event, GPUMEM_EMU_CUDA_LIVE_EVENT) !=
+        CUDA_SUCCESS) {
+        ucs_free(event);
+        return gpumem_emu_cuda_return(CUDA_ERROR_OUT_OF_MEMORY);
+    }
     event->ctx   = ctx;
     event->flags = flags;
     *phEvent     = event;
@@ -66,12 +71,13 @@ CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (hEvent == NULL) {
+    if (!gpumem_emu_cuda_live_is(hEvent, GPUMEM_EMU_CUDA_LIVE_EVENT)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
     if (hEvent->pending) {
         gpumem_emu_cuda_stream_forget(hEvent->stream, hEvent);
     }
+    gpumem_emu_cuda_live_remove(hEvent);
     ucs_free(hEvent);
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
@@ -84,7 +90,7 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (hEvent == NULL) {
+    if (!gpumem_emu_cuda_live_is(hEvent, GPUMEM_EMU_CUDA_LIVE_EVENT)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
     res = gpumem_emu_cuda_stream_get(hStream, &stream);
@@ -109,7 +115,7 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (hEvent == NULL) {
+    if (!gpumem_emu_cuda_live_is(hEvent, GPUMEM_EMU_CUDA_LIVE_EVENT)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
     if (hEvent->pending) {
@@ -126,7 +132,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (hEvent == NULL) {
+    if (!gpumem_emu_cuda_live_is(hEvent, GPUMEM_EMU_CUDA_LIVE_EVENT)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
     gpumem_emu_cuda_event_wait(hEvent);
@@ -144,7 +150,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (hEvent == NULL) {
+    if (!gpumem_emu_cuda_live_is(hEvent, GPUMEM_EMU_CUDA_LIVE_EVENT)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
     if (flags != 0) {

@@ -84,6 +84,12 @@ CUresult gpumem_emu_cuda_stream_new(CUcontext ctx, unsigned flags,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
 
+    if (gpumem_emu_cuda_live_add(stream, GPUMEM_EMU_CUDA_LIVE_STREAM) !=
+        CUDA_SUCCESS) {
+        ucs_free(stream);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+
     stream->ctx   = ctx;
     stream->flags = flags;
     ucs_list_head_init(&stream->ops);
@@ -94,6 +100,7 @@ CUresult gpumem_emu_cuda_stream_new(CUcontext ctx, unsigned flags,
 
 void gpumem_emu_cuda_stream_free(CUstream stream)
 {
+    gpumem_emu_cuda_live_remove(stream);
     ucs_list_del(&stream->list);
     ucs_free(stream);
 }
@@ -105,6 +112,10 @@ CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p)
 
     if ((handle != NULL) && (handle != CU_STREAM_LEGACY) &&
         (handle != CU_STREAM_PER_THREAD)) {
+        /* Destroyed, or never a stream: not followed */
+        if (!gpumem_emu_cuda_live_is(handle, GPUMEM_EMU_CUDA_LIVE_STREAM)) {
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
         *stream_p = handle;
         return CUDA_SUCCESS;
     }
@@ -434,6 +445,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
     }
     if ((hStream == NULL) || (hStream == CU_STREAM_LEGACY) ||
         (hStream == CU_STREAM_PER_THREAD) ||
+        !gpumem_emu_cuda_live_is(hStream, GPUMEM_EMU_CUDA_LIVE_STREAM) ||
         (hStream == hStream->ctx->stream)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }

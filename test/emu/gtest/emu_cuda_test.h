@@ -31,6 +31,8 @@
     _fn(cuCtxGetApiVersion, "cuCtxGetApiVersion") \
     _fn(cuCtxGetFlags, "cuCtxGetFlags") \
     _fn(cuCtxSetFlags, "cuCtxSetFlags") \
+    _fn(cuCtxCreate, "cuCtxCreate_v4") \
+    _fn(cuCtxDestroy, "cuCtxDestroy_v2") \
     _fn(cuStreamCreate, "cuStreamCreate") \
     _fn(cuStreamDestroy, "cuStreamDestroy_v2") \
     _fn(cuStreamQuery, "cuStreamQuery") \
@@ -42,6 +44,9 @@
     _fn(cuEventDestroy, "cuEventDestroy_v2") \
     _fn(cuEventRecord, "cuEventRecord") \
     _fn(cuEventQuery, "cuEventQuery") \
+    _fn(cuEventSynchronize, "cuEventSynchronize") \
+    _fn(cuStreamWaitEvent, "cuStreamWaitEvent") \
+    _fn(cuMemsetD8, "cuMemsetD8_v2") \
     _fn(cuMemAlloc, "cuMemAlloc_v2") \
     _fn(cuMemAllocManaged, "cuMemAllocManaged") \
     _fn(cuMemAllocPitch, "cuMemAllocPitch_v2") \

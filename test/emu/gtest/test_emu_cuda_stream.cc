@@ -14,6 +14,7 @@
 #include <chrono>
 #include <thread>
 #include <vector>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -406,4 +407,88 @@ TEST_F(emu_cuda_stream, synchronize_lets_other_threads_call) {
     EXPECT_EQ(1, called.load());
     EXPECT_EQ(CUDA_ERROR_NOT_READY, other_res)
         << "the other thread's call did not find the host function running";
+}
+
+/* A stream destroyed, or a pointer that never was one: every call that
+ * takes it says CUDA_ERROR_INVALID_HANDLE, and the process lives */
+TEST_F(emu_cuda_stream, destroyed_or_garbage_stream_is_an_invalid_handle) {
+    std::vector<unsigned char> bytes(4096, 7);
+    std::vector<unsigned char> garbage(256, 0x5a);
+    CUstream stream, fake = (CUstream)garbage.data();
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamCreate(&stream, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamDestroy(stream));
+    for (CUstream bad : {stream, fake}) {
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuStreamDestroy(bad));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuStreamSynchronize(bad));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuStreamQuery(bad));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE,
+                  p_cuMemcpyAsync(m_dst, (CUdeviceptr)bytes.data(),
+                                  bytes.size(), bad));
+    }
+
+    /* The library still works */
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyAsync(m_dst, (CUdeviceptr)bytes.data(),
+                                            bytes.size(), m_stream));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+}
+
+TEST_F(emu_cuda_stream, destroyed_or_garbage_event_is_an_invalid_handle) {
+    std::vector<unsigned char> garbage(256, 0xa5);
+    CUevent event, fake = (CUevent)garbage.data();
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventCreate(&event, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventRecord(event, m_stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventDestroy(event));
+    for (CUevent bad : {event, fake}) {
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuEventDestroy(bad));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuEventRecord(bad, m_stream));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuEventQuery(bad));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, p_cuEventSynchronize(bad));
+        EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE,
+                  p_cuStreamWaitEvent(m_stream, bad, 0));
+    }
+}
+
+/* Host memory the CPU cannot read: CUDA_ERROR_INVALID_VALUE at the call,
+ * where the emulated engine would fault copying it */
+TEST_F(emu_cuda_stream, host_memory_that_cannot_be_read_is_an_invalid_value) {
+    std::vector<unsigned char> bytes(4096, 3);
+    void *page;
+
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemcpyHtoD(m_dst, NULL, 4096));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemcpyDtoH(NULL, m_src, 4096));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuMemcpyAsync(m_dst, 0x1000, 4096, m_stream));
+
+    page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, page);
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemcpyHtoD(m_dst, page, 4096));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemcpyDtoH(page, m_src, 16));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, p_cuMemsetD8((CUdeviceptr)page, 0,
+                                                     16));
+    munmap(page, 4096);
+
+    /* A device range past its allocation, every time */
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+                  p_cuMemcpyHtoD(m_dst + size - 16, bytes.data(), 32));
+    }
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_dst, bytes.data(), 4096));
+}
+
+/* A context another thread destroyed, still current here: this thread's
+ * next call says so, and the process lives */
+TEST_F(emu_cuda_stream, context_destroyed_by_another_thread_is_said) {
+    CUdeviceptr ptr = 0;
+    CUcontext ctx;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxCreate(&ctx, NULL, 0, 0));
+    std::thread([&]() {
+        EXPECT_EQ(CUDA_SUCCESS, p_cuCtxDestroy(ctx));
+    }).join();
+
+    EXPECT_EQ(CUDA_ERROR_CONTEXT_IS_DESTROYED, p_cuMemAlloc(&ptr, 4096));
+    EXPECT_EQ(0u, ptr);
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
 }

@@ -1,0 +1,29 @@
+/**
+ * gpumem utilities: whether the CPU may read a range of this process's
+ * memory, asked of the kernel rather than found by a fault.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef GPUMEM_READABLE_H_
+#define GPUMEM_READABLE_H_
+
+#include <ucs/sys/compiler_def.h>
+#include <stddef.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/**
+ * Whether the CPU may read every byte of the @a size bytes at @a addr: a
+ * byte of each page is read with process_vm_readv(2), which answers EFAULT
+ * where a read would fault (an unmapped page, addresses reserved for a GPU
+ * and mapped with no access); where a seccomp profile denies that call,
+ * whether every page is mapped (mincore(2)). One system call a megabyte.
+ * Whether the bytes may be written is not asked.
+ */
+int gpumem_proc_readable(uintptr_t addr, size_t size);
+
+END_C_DECLS
+
+#endif
