@@ -61,81 +61,104 @@ INSTANTIATE_TEST_SUITE_P(
 
 /* With peer error handling (UCP_ERR_HANDLING_MODE_PEER), device buffers
  * still move through gpumemipc zero-copy, and a peer killed after is the
- * endpoint's error, told by UCP's keepalive (gpumemipc's ep_check) */
-TEST_F(ipc_test, ucp_with_peer_errors_is_zero_copy_and_tells_a_killed_peer) {
-    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
-    const char *tls     = "tcp,gpumemcpy,gpumemipc";
-    const size_t size   = 1 << 20;
-    uct_gpumem_ipc_stats_t before;
-    ucp_request_param_t param;
-    uint64_t sender_bytes;
-    ucp_process ucp;
-    channel chan;
-    void *dst;
-    pid_t pid;
+ * endpoint's error, told by UCP's keepalive */
+class ipc_killed_peer : public ipc_test {
+protected:
+    /* Over @a tls, with UCP's keepalive every @a interval: the peer killed
+     * after a transfer is told within @a deadline */
+    void expect_told(const char *tls, const char *interval,
+                     std::chrono::milliseconds deadline) {
+        const size_t size = 1 << 20;
+        uct_gpumem_ipc_stats_t before;
+        ucp_request_param_t param;
+        uint64_t sender_bytes;
+        ucp_process ucp;
+        channel chan;
+        void *dst;
+        pid_t pid;
 
-    pid = fork_child([&]() {
-        uct_gpumem_ipc_stats_t child_before = stats();
-        ucp_process sender;
-        void *src;
+        pid = fork_child([&]() {
+            uct_gpumem_ipc_stats_t child_before = stats();
+            ucp_process sender;
+            void *src;
 
-        chan.child_side();
-        setenv("UCX_GPUMEM_ALLOC_GPU", "1", 1);
-        sender.init(tls, UCP_FEATURE_TAG, "100ms");
-        chan.send(sender.address());
-        sender.connect(chan.recv(), true);
+            chan.child_side();
+            setenv("UCX_GPUMEM_ALLOC_GPU", "1", 1);
+            sender.init(tls, UCP_FEATURE_TAG, interval);
+            chan.send(sender.address());
+            sender.connect(chan.recv(), true);
 
-        src = device_alloc(size, 1);
-        ASSERT_TRUE(src != NULL);
-        to_device(src, pattern(size, 7));
+            src = device_alloc(size, 1);
+            ASSERT_TRUE(src != NULL);
+            to_device(src, pattern(size, 7));
+            param.op_attr_mask = 0;
+            EXPECT_EQ(UCS_OK, sender.wait(ucp_tag_send_nbx(sender.ep, src,
+                                                           size, tag,
+                                                           &param)));
+            EXPECT_EQ("received", chan.recv());
+            chan.send(std::to_string(stats().bytes - child_before.bytes));
+            chan.recv(); /* Killed while it waits */
+        });
+
+        before = stats();
+        setenv("UCX_GPUMEM_ALLOC_GPU", "0", 1);
+        ucp.init(tls, UCP_FEATURE_TAG, interval);
+        unsetenv("UCX_GPUMEM_ALLOC_GPU");
+        chan.send(ucp.address());
+        ucp.connect(chan.recv(), true);
+
+        dst = device_alloc(size, 0);
+        ASSERT_TRUE(dst != NULL);
         param.op_attr_mask = 0;
-        EXPECT_EQ(UCS_OK, sender.wait(ucp_tag_send_nbx(sender.ep, src, size,
-                                                       tag, &param)));
-        EXPECT_EQ("received", chan.recv());
-        chan.send(std::to_string(stats().bytes - child_before.bytes));
-        chan.recv(); /* Killed while it waits */
-    });
+        EXPECT_EQ(UCS_OK, ucp.wait(ucp_tag_recv_nbx(ucp.worker, dst, size,
+                                                    tag, (ucp_tag_t)-1,
+                                                    &param)));
+        EXPECT_TRUE(pattern(size, 7) == from_device(dst, size))
+                << "bytes differ";
+        chan.send("received");
+        sender_bytes = std::stoull(chan.recv());
+        EXPECT_LE((uint64_t)size, (stats().bytes - before.bytes) +
+                                  sender_bytes)
+                << "the rendezvous did not go through gpumemipc";
+        EXPECT_EQ(UCS_OK, ucp.peer_error);
 
-    before = stats();
-    setenv("UCX_GPUMEM_ALLOC_GPU", "0", 1);
-    ucp.init(tls, UCP_FEATURE_TAG, "100ms");
-    unsetenv("UCX_GPUMEM_ALLOC_GPU");
-    chan.send(ucp.address());
-    ucp.connect(chan.recv(), true);
-
-    dst = device_alloc(size, 0);
-    ASSERT_TRUE(dst != NULL);
-    param.op_attr_mask = 0;
-    EXPECT_EQ(UCS_OK, ucp.wait(ucp_tag_recv_nbx(ucp.worker, dst, size, tag,
-                                                (ucp_tag_t)-1, &param)));
-    EXPECT_TRUE(pattern(size, 7) == from_device(dst, size)) << "bytes differ";
-    chan.send("received");
-    sender_bytes = std::stoull(chan.recv());
-    EXPECT_LE((uint64_t)size, (stats().bytes - before.bytes) + sender_bytes)
-            << "the rendezvous did not go through gpumemipc";
-    EXPECT_EQ(UCS_OK, ucp.peer_error);
-
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    {
-        log_capture log; /* UCP says what failed */
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::seconds(30);
-        while ((ucp.peer_error == UCS_OK) &&
-               (std::chrono::steady_clock::now() < deadline)) {
-            ucp_worker_progress(ucp.worker);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        {
+            log_capture log; /* UCP says what failed */
+            const auto start = std::chrono::steady_clock::now();
+            while ((ucp.peer_error == UCS_OK) &&
+                   (std::chrono::steady_clock::now() < start + deadline)) {
+                ucp_worker_progress(ucp.worker);
+            }
         }
-    }
-    EXPECT_NE(UCS_OK, ucp.peer_error) << "the killed peer was not told";
-    device_free(dst);
+        EXPECT_NE(UCS_OK, ucp.peer_error)
+                << "the killed peer was not told in " << deadline.count()
+                << " ms (keepalive every " << interval << ")";
+        device_free(dst);
 
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    ucp.wait(ucp_ep_close_nbx(ucp.ep, &param));
-    ucp_worker_destroy(ucp.worker);
-    ucp_cleanup(ucp.context);
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        ucp.wait(ucp_ep_close_nbx(ucp.ep, &param));
+        ucp_worker_destroy(ucp.worker);
+        ucp_cleanup(ucp.context);
+    }
+};
+
+/* The keepalive lane is tcp's; gpumemipc's ep_check */
+TEST_F(ipc_killed_peer, ucp_with_peer_errors_is_zero_copy_and_tells_a_killed_peer) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
+    expect_told("tcp,gpumemcpy,gpumemipc", "100ms", std::chrono::seconds(30));
 }
 
+/* gpumemipc the only transport of active messages: UCP's keepalive is a
+ * message to the peer's FIFO that asks for a check of the peer (which the
+ * dead peer's full FIFO made once in 64 messages): a few intervals, not 64 */
+TEST_F(ipc_killed_peer, killed_peer_is_told_at_the_next_keepalive_message) {
+    GPUMEM_TEST_SKIP_UNLESS_FORK_SAFE();
+    expect_told("gpumemcpy,gpumemipc", "200ms",
+                std::chrono::milliseconds(4000));
+}
 
 /* The request's status once complete, sleeping in ucp_worker_wait()
  * whenever the worker arms (UCP's wakeup mode); @a sleeps_p counts the

@@ -79,6 +79,13 @@ uct_gpumem_ipc_ep_am_claim(uct_gpumem_ipc_ep_t *ep, uint8_t id,
         uct_gpumem_ipc_ep_peer_closed(ep);
     }
 
+    /* UCP's keepalive message asks whether the peer lives, as UCX's shared
+     * memory transports answer it: at each one, not only once the dead
+     * peer's FIFO has filled up with them */
+    if (ucs_unlikely(flags & UCT_SEND_FLAG_PEER_CHECK)) {
+        (void)uct_gpumem_ipc_ep_check(&ep->super.super.super, 0, NULL);
+    }
+
     if (ucs_unlikely(ep->super.failure != UCS_OK)) {
         return uct_gpumem_ipc_ep_am_failed(ep);
     }
