@@ -160,12 +160,13 @@ static ucs_status_t gpumem_emu_state_open_locked(gpumem_emu_gpu_t *gpu,
                                                  struct stat *st_p)
 {
     struct stat path_st;
-    int fd;
+    int fd, err;
 
     for (;;) {
-        fd = open(gpu->state_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                  0600);
-        if ((fd < 0) && (errno == EACCES) &&
+        fd  = open(gpu->state_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                   0600);
+        err = errno;
+        if ((fd < 0) && (err == EACCES) &&
             (lstat(gpu->state_path, &path_st) == 0) &&
             (path_st.st_uid != geteuid())) {
             /* Made first by another user, whose GPU state it is not */
@@ -177,8 +178,13 @@ static ucs_status_t gpumem_emu_state_open_locked(gpumem_emu_gpu_t *gpu,
                                  (unsigned)geteuid());
             return UCS_ERR_IO_ERROR;
         } else if (fd < 0) {
-            gpumem_emu_gpu_error(gpu, "cannot open its shared state %s: %s",
-                                 gpu->state_path, strerror(errno));
+            /* errno is open()'s: the lstat() above may have failed too */
+            gpumem_emu_gpu_error(gpu, "cannot open its shared state %s: %s%s",
+                                 gpu->state_path, strerror(err),
+                                 ((err == EACCES) || (err == ENOENT) ||
+                                  (err == EROFS)) ?
+                                 " (UCX_GPUMEM_EMU_SHM_DIR must be a "
+                                 "directory this user may write)" : "");
             return UCS_ERR_IO_ERROR;
         }
 

@@ -233,6 +233,51 @@ TEST_F(emu_machine, a_full_shared_directory_fails_the_open_naming_it) {
     dir.expect_empty("files");
 }
 
+/* A shared directory this user may not write, or that does not exist:
+ * the open says which, and what the directory must be */
+TEST_F(emu_machine, an_unwritable_shared_directory_is_named_as_such) {
+    const uid_t other      = 65534;
+    gpumem_emu_config_t ro = config();
+    gpumem_test::temp_dir dir;
+    pid_t pid;
+
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "acting as another user needs root";
+    }
+    ASSERT_TRUE(dir.make("readonly"));
+    ASSERT_EQ(0, chmod(dir.path().c_str(), 0555));
+    ro.shm_dir = dir.path().c_str();
+
+    pid = fork_child([&]() {
+        gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+        gpumem_driver_t *child_driver = NULL;
+        gpumem_topo_t *child_topo     = NULL;
+        gpumem_emu_config_t missing   = ro;
+        std::string gone              = dir.path() + "/none";
+        ucs_status_t status;
+
+        EMU_CHILD_CHECK((setgid(other) == 0) && (setuid(other) == 0));
+        status = open_machine(ro, &child_topo, &child_driver);
+        close_machine(child_topo, NULL);
+        EMU_CHILD_CHECK(status != UCS_OK);
+        EMU_CHILD_CHECK(log.count({"Permission denied", "UCX_GPUMEM_EMU_"
+                                   "SHM_DIR must be a directory this user "
+                                   "may write"}) >= 1);
+
+        missing.shm_dir = gone.c_str();
+        child_topo      = NULL;
+        status          = open_machine(missing, &child_topo, &child_driver);
+        close_machine(child_topo, NULL);
+        EMU_CHILD_CHECK(status != UCS_OK);
+        EMU_CHILD_CHECK(log.count({"No such file or directory",
+                                   "UCX_GPUMEM_EMU_SHM_DIR"}) >= 1);
+        return 0;
+    });
+    EXPECT_EQ(0, wait_child(pid));
+    ASSERT_EQ(0, chmod(dir.path().c_str(), 0700));
+    dir.expect_empty("files");
+}
+
 /* The names of the files of a machine's shared state in @a dir */
 static std::vector<std::string> emu_machine_state_files(const char *dir)
 {
