@@ -194,6 +194,29 @@ protected:
         });
     }
 
+    /* A fake broker's @a reply to a request for allocation 7, with two
+     * descriptors attached, is refused saying @a why, and neither
+     * descriptor stays open here */
+    void expect_answer_refused(const gpumem_fd_reply_t &reply,
+                               const std::string &why) {
+        uint64_t name = new_id();
+        int file      = new_file("bait");
+        std::thread broker;
+        std::string said;
+        unsigned before;
+        int fd;
+
+        fake_broker(name, reply, {file, file}, &broker);
+        before = open_fds();
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, take(name, 7, 4096, &fd, &said));
+        broker.join();
+        EXPECT_NE(std::string::npos, said.find(why)) << said;
+        /* The fake broker's socket is closed; none of the two sent is
+         * open */
+        EXPECT_EQ(before - 1, open_fds());
+        close(file);
+    }
+
     std::vector<std::pair<uint64_t, int>> m_offers;
 };
 
@@ -355,41 +378,16 @@ TEST_F(fd_broker, malformed_request_is_answered_invalid) {
 }
 
 TEST_F(fd_broker, malformed_answer_is_refused_and_its_descriptors_closed) {
-    uint64_t name = new_id();
-    int file      = new_file("bait");
     gpumem_fd_reply_t reply;
-    std::thread broker;
-    unsigned before;
-    std::string why;
-    int fd;
 
     gpumem_fd_reply_init(&reply, 7, 0);
     reply.magic ^= 1;
-    fake_broker(name, reply, {file, file}, &broker);
-    before = open_fds();
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, take(name, 7, 4096, &fd, &why));
-    broker.join();
-    EXPECT_NE(std::string::npos, why.find("malformed")) << why;
-    /* The fake broker's socket is closed; none of the two sent is open */
-    EXPECT_EQ(before - 1, open_fds());
-    close(file);
+    expect_answer_refused(reply, "malformed");
 }
 
 TEST_F(fd_broker, answer_with_two_descriptors_is_refused) {
-    uint64_t name = new_id();
-    int file      = new_file("two");
     gpumem_fd_reply_t reply;
-    std::thread broker;
-    unsigned before;
-    std::string why;
-    int fd;
 
     gpumem_fd_reply_init(&reply, 7, 0);
-    fake_broker(name, reply, {file, file}, &broker);
-    before = open_fds();
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, take(name, 7, 4096, &fd, &why));
-    broker.join();
-    EXPECT_NE(std::string::npos, why.find("2 descriptors")) << why;
-    EXPECT_EQ(before - 1, open_fds());
-    close(file);
+    expect_answer_refused(reply, "2 descriptors");
 }
