@@ -135,6 +135,8 @@ typedef struct gpumem_emu_gpu {
     unsigned              proc_slot;    /* This process's slot in it */
     int                   vram_fd;      /* The VRAM memfd */
     void                  *window;      /* The driver's window on VRAM */
+    ucs_list_link_t       attached;     /* In the list of GPUs this
+                                           process attached */
 
     /* This process's holds of VRAM extents: emu_vram.c */
     uint32_t              *holds;       /* Count per extent slot */

@@ -22,12 +22,19 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+
+/* The GPUs this process attached, for its exit */
+static UCS_LIST_HEAD(gpumem_emu_state_attached);
+static pthread_mutex_t gpumem_emu_state_attached_lock =
+        PTHREAD_MUTEX_INITIALIZER;
 
 
 /* State and start time of a process, from /proc/<pid>/stat */
@@ -551,6 +558,10 @@ ucs_status_t gpumem_emu_state_attach(gpumem_emu_gpu_t *gpu,
     gpumem_emu_gpu_debug(gpu, "attached as process slot %u of %s",
                          gpu->proc_slot, gpu->state_path);
     gpumem_emu_state_unlock(gpu);
+
+    pthread_mutex_lock(&gpumem_emu_state_attached_lock);
+    ucs_list_add_tail(&gpumem_emu_state_attached, &gpu->attached);
+    pthread_mutex_unlock(&gpumem_emu_state_attached_lock);
     return UCS_OK;
 
 err_close:
@@ -566,6 +577,10 @@ void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu)
         return;
     }
 
+    pthread_mutex_lock(&gpumem_emu_state_attached_lock);
+    ucs_list_del(&gpu->attached);
+    pthread_mutex_unlock(&gpumem_emu_state_attached_lock);
+
     gpumem_emu_state_lock(gpu);
     gpu->recovery->drop_proc(gpu, gpu->proc_slot);
     gpu->proc_slot = GPUMEM_EMU_NO_SLOT;
@@ -573,4 +588,33 @@ void gpumem_emu_state_detach(gpumem_emu_gpu_t *gpu)
     gpumem_emu_state_end_write(gpu);
     gpumem_emu_state_unlink_unused(gpu);
     gpumem_emu_state_close(gpu);
+}
+
+/*
+ * A process that exits with GPUs attached (the emulated CUDA keeps them to
+ * the end, as CUDA does; gpumem.h keeps them while an allocation lives)
+ * leaves no state file behind when it is the last process attached. The
+ * state is left as it is otherwise: its other threads may still run, and
+ * the processes attached take over what it held, as from any that ended.
+ * The lock is kept to the exit, which drops it.
+ */
+static void UCS_F_DTOR gpumem_emu_state_exit(void)
+{
+    gpumem_emu_gpu_t *gpu;
+
+    pthread_mutex_lock(&gpumem_emu_state_attached_lock);
+    ucs_list_for_each(gpu, &gpumem_emu_state_attached, attached) {
+        /* The child of a fork shares its parent's lock and slot */
+        if ((gpu->state == NULL) || (gpu->proc_slot == GPUMEM_EMU_NO_SLOT) ||
+            (gpu->state->procs[gpu->proc_slot].pid != getpid())) {
+            continue;
+        }
+
+        while ((flock(gpu->state_fd, LOCK_EX) != 0) && (errno == EINTR)) {
+        }
+        if (gpumem_emu_state_num_procs(gpu->state) == 1) {
+            unlink(gpu->state_path);
+        }
+    }
+    pthread_mutex_unlock(&gpumem_emu_state_attached_lock);
 }

@@ -27,6 +27,15 @@ fi
 # on one whose GPUs pair by NVLink
 if [ -x "$build/test/emu/cuda/emu_cudart_test" ]; then
     "$build/test/emu/cuda/emu_cudart_test" || failed=1
+    # Like CUDA, the emulated one keeps its GPUs to the process's end; the
+    # last process to end leaves no shared state behind
+    left=$(ls -A "$UCX_GPUMEM_EMU_SHM_DIR")
+    if [ -n "$left" ]; then
+        echo "FAIL: the emulated CUDA's programs left shared state:" $left
+        failed=1
+    else
+        echo "PASS: the emulated CUDA's programs ended leaving nothing shared"
+    fi
 else
     echo "SKIP: the emulated CUDA runtime (no cuda_runtime_api.h at configure time)"
 fi
