@@ -11,6 +11,7 @@
 #include "emu_cuda.h"
 
 #include <uct/gpumem/util/gpumem_fd_broker.h>
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -90,6 +91,14 @@ static CUresult gpumem_emu_cuda_ipc_file(const gpumem_emu_cuda_ipc_t *ipc,
     ucs_status_t status;
     char why[256];
 
+    /* As CUDA's handles, another user's opens nothing */
+    if (ipc->uid != geteuid()) {
+        ucs_debug("gpumem emulated CUDA: legacy IPC handle of process %d: "
+                  "of user %u, this process's is %u", ipc->pid, ipc->uid,
+                  (unsigned)geteuid());
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+
     if (ipc->broker != 0) {
         status = gpumem_fd_broker_take(ipc->broker, ipc->uid, ipc->buffer_id,
                                        ipc->size, fd_p, why, sizeof(why));
@@ -123,6 +132,16 @@ static CUresult gpumem_emu_cuda_ipc_open(const gpumem_emu_cuda_ipc_t *ipc,
     close(fd);
     if (res != CUDA_SUCCESS) {
         return res;
+    }
+
+    /* The file taken by its number (no broker answered) names memory, not
+     * the handle's size: a larger size is forged */
+    if (ipc->size > mem->size) {
+        ucs_debug("gpumem emulated CUDA: legacy IPC handle of process %d "
+                  "claims %"PRIu64" bytes of an allocation of %zu", ipc->pid,
+                  ipc->size, mem->size);
+        res = CUDA_ERROR_INVALID_VALUE;
+        goto err_free;
     }
 
     for (gpu_index = 0; gpumem_emu_cuda_gpu(gpu_index) != mem->gpu;

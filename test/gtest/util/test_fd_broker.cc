@@ -15,6 +15,7 @@ extern "C" {
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
@@ -131,12 +132,22 @@ protected:
         return offsetof(struct sockaddr_un, sun_path) + 1 + length;
     }
 
-    static unsigned open_fds() {
+    /* How many descriptors of this process are of @a fd's file: other
+     * threads open and close their own meanwhile */
+    static unsigned open_fds_of(int fd) {
+        struct stat file, other;
+        struct dirent *entry;
         unsigned count = 0;
         DIR *dir       = opendir("/proc/self/fd");
 
-        while (readdir(dir) != NULL) {
-            ++count;
+        EXPECT_EQ(0, fstat(fd, &file));
+        while ((entry = readdir(dir)) != NULL) {
+            if ((entry->d_name[0] != '.') &&
+                (fstat(atoi(entry->d_name), &other) == 0) &&
+                (other.st_dev == file.st_dev) &&
+                (other.st_ino == file.st_ino)) {
+                ++count;
+            }
         }
         closedir(dir);
         return count;
@@ -203,17 +214,14 @@ protected:
         int file      = new_file("bait");
         std::thread broker;
         std::string said;
-        unsigned before;
         int fd;
 
         fake_broker(name, reply, {file, file}, &broker);
-        before = open_fds();
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, take(name, 7, 4096, &fd, &said));
         broker.join();
         EXPECT_NE(std::string::npos, said.find(why)) << said;
-        /* The fake broker's socket is closed; none of the two sent is
-         * open */
-        EXPECT_EQ(before - 1, open_fds());
+        /* Neither of the two sent stays open: the file is ours alone */
+        EXPECT_EQ(1u, open_fds_of(file));
         close(file);
     }
 
@@ -352,6 +360,28 @@ TEST_F(fd_broker, socket_of_another_user_is_not_trusted) {
     for (int end : {ready[0], ready[1], done[0], done[1]}) {
         close(end);
     }
+}
+
+/* The broker's thread is not in the child of a fork: the child takes no
+ * offer, and the parent serves on */
+TEST_F(fd_broker, child_of_a_fork_offers_nothing_and_the_parent_serves_on) {
+    uint64_t id   = new_id();
+    uint64_t name = offer(id, "parent");
+    int status;
+    pid_t pid;
+
+    pid = fork();
+    if (pid == 0) {
+        int fd        = new_file("child");
+        uint64_t next = 0;
+
+        _exit((gpumem_fd_broker_offer(id + 1000, 4096, fd, &next) ==
+               UCS_ERR_UNSUPPORTED) ? 0 : 1);
+    }
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+        << "the child of a fork took an offer";
+    EXPECT_EQ("parent", taken_text(name, id));
 }
 
 TEST_F(fd_broker, malformed_request_is_answered_invalid) {

@@ -113,4 +113,11 @@ TEST_F(fd_wire, malformed_replies_are_refused) {
     gpumem_fd_reply_init(&reply, 42, 0);
     reply.version = 0;
     expect_reply_refused(reply, 42, "version");
+
+    /* Id 0 answers any request only as a refusal */
+    gpumem_fd_reply_init(&reply, 0, 0);
+    expect_reply_refused(reply, 42, "another request");
+    gpumem_fd_reply_init(&reply, 0, EACCES);
+    EXPECT_EQ(UCS_OK, gpumem_fd_reply_unpack(&reply, sizeof(reply), 42, &out,
+                                             &why));
 }

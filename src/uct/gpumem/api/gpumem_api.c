@@ -313,13 +313,51 @@ gpumem_result_t gpumem_device_free(void *ptr)
     return status;
 }
 
-gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
+/* Moves @a size bytes whose ranges were checked: @a dst_gpu and @a src_gpu
+ * are the GPUs that hold them, or -1 for host memory */
+static ucs_status_t gpumem_api_copy(uct_gpumem_context_t *context,
+                                    void *dst, int dst_gpu, const void *src,
+                                    int src_gpu, size_t size)
 {
     gpumem_region_t *src_region, *peer;
+    ucs_status_t status;
+    uint64_t peer_src;
+
+    if ((dst_gpu < 0) && (src_gpu < 0)) {
+        memcpy(dst, src, size);
+        return UCS_OK;
+    } else if ((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu)) {
+        return gpumem_copy_sync(context->gpus[(dst_gpu >= 0) ? dst_gpu :
+                                                               src_gpu],
+                                (uintptr_t)dst, dst_gpu >= 0,
+                                (uintptr_t)src, src_gpu >= 0, size);
+    }
+
+    src_region = gpumem_find_region(context->gpus[src_gpu], (uintptr_t)src);
+    if (src_region == NULL) {
+        /* Freed by another thread since the check */
+        ucs_error("gpumem: memcpy from %p, which no allocation holds", src);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Between two GPUs: the destination's engine, through a peer mapping
+     * of the source */
+    status = gpumem_map_peer(context->gpus[dst_gpu], src_region, &peer);
+    if (status == UCS_OK) {
+        peer_src = gpumem_region_address(peer) +
+                   ((uintptr_t)src - gpumem_region_address(src_region));
+        status   = gpumem_copy_sync(context->gpus[dst_gpu], (uintptr_t)dst,
+                                    1, peer_src, 1, size);
+        gpumem_free(context->gpus[dst_gpu], peer);
+    }
+    return status;
+}
+
+gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
+{
     uct_gpumem_context_t *context;
     int dst_gpu, src_gpu;
     ucs_status_t status;
-    uint64_t peer_src;
 
     if (size == 0) {
         return UCS_OK;
@@ -339,36 +377,10 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
                                         "gpumem_device_memcpy", "src",
                                         &src_gpu);
     }
-    if (status != UCS_OK) {
-        goto out_put;
+    if (status == UCS_OK) {
+        status = gpumem_api_copy(context, dst, dst_gpu, src, src_gpu, size);
     }
 
-    if ((dst_gpu < 0) && (src_gpu < 0)) {
-        memcpy(dst, src, size);
-    } else if ((dst_gpu < 0) || (src_gpu < 0) || (dst_gpu == src_gpu)) {
-        status = gpumem_copy_sync(context->gpus[(dst_gpu >= 0) ? dst_gpu :
-                                                                 src_gpu],
-                                  (uintptr_t)dst, dst_gpu >= 0,
-                                  (uintptr_t)src, src_gpu >= 0, size);
-    } else if ((src_region = gpumem_find_region(context->gpus[src_gpu],
-                                                (uintptr_t)src)) == NULL) {
-        /* Freed by another thread since the check */
-        ucs_error("gpumem: memcpy from %p, which no allocation holds", src);
-        status = UCS_ERR_INVALID_PARAM;
-    } else {
-        /* Between two GPUs: the destination's engine, through a peer
-         * mapping of the source */
-        status = gpumem_map_peer(context->gpus[dst_gpu], src_region, &peer);
-        if (status == UCS_OK) {
-            peer_src = gpumem_region_address(peer) +
-                       ((uintptr_t)src - gpumem_region_address(src_region));
-            status   = gpumem_copy_sync(context->gpus[dst_gpu],
-                                        (uintptr_t)dst, 1, peer_src, 1, size);
-            gpumem_free(context->gpus[dst_gpu], peer);
-        }
-    }
-
-out_put:
     uct_gpumem_context_put(context);
     return status;
 }
@@ -385,8 +397,8 @@ gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size)
         return UCS_OK;
     }
 
-    /* The whole range first: a set that runs past its allocation writes
-     * nothing */
+    /* The whole range first, once: a set that runs past its allocation
+     * writes nothing */
     GPUMEM_API_CHECK_ARG(ptr, "gpumem_device_memset");
     status = gpumem_api_context_get(&context);
     if (status != UCS_OK) {
@@ -394,21 +406,17 @@ gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size)
     }
     status = gpumem_api_range_check(context, ptr, size,
                                     "gpumem_device_memset", "ptr", &gpu);
-    uct_gpumem_context_put(context);
-    if (status != UCS_OK) {
-        return status;
-    }
 
     memset(chunk, value, sizeof(chunk));
-    for (offset = 0; offset < size; offset += length) {
+    for (offset = 0; (status == UCS_OK) && (offset < size);
+         offset += length) {
         length = ucs_min(sizeof(chunk), size - offset);
-        status = gpumem_device_memcpy(UCS_PTR_BYTE_OFFSET(ptr, offset), chunk,
-                                      length);
-        if (status != UCS_OK) {
-            return status;
-        }
+        status = gpumem_api_copy(context, UCS_PTR_BYTE_OFFSET(ptr, offset),
+                                 gpu, chunk, -1, length);
     }
-    return UCS_OK;
+
+    uct_gpumem_context_put(context);
+    return status;
 }
 
 gpumem_result_t gpumem_device_query(const void *ptr,

@@ -19,7 +19,9 @@ BEGIN_C_DECLS
  * this process may read. A range that runs past its allocation, an address of
  * a GPU's space that no allocation holds, or host pages that cannot be read
  * are UCS_ERR_INVALID_PARAM, logged naming the call and the range: nothing
- * is moved, nothing faults.
+ * is moved, nothing faults. Whether host pages may be written is not
+ * asked: the process's maps, which tell, change under other threads while
+ * they are read, and a page that may only be read stays the caller's bug.
  */
 ucs_status_t gpumem_api_range_check(uct_gpumem_context_t *context,
                                     const void *ptr, size_t size,

@@ -47,17 +47,6 @@ static ucs_status_t uct_gpumem_ipc_ep_am_failed(uct_gpumem_ipc_ep_t *ep)
     return UCT_GPUMEM_IPC_AM_DROPPED;
 }
 
-/* A full FIFO; with UCT_SEND_FLAG_PEER_CHECK, UCP asks whether the peer
- * lives still, as ep_check does */
-static ucs_status_t uct_gpumem_ipc_ep_am_no_resource(uct_gpumem_ipc_ep_t *ep,
-                                                     unsigned flags)
-{
-    if (flags & UCT_SEND_FLAG_PEER_CHECK) {
-        (void)uct_gpumem_ipc_ep_check(&ep->super.super.super, 0, NULL);
-    }
-    return UCS_ERR_NO_RESOURCE;
-}
-
 /**
  * A slot of the peer's FIFO for a message of @a id: UCS_OK when the
  * endpoint has not failed, its peer is there, none of its requests waits
@@ -98,7 +87,7 @@ uct_gpumem_ipc_ep_am_claim(uct_gpumem_ipc_ep_t *ep, uint8_t id,
     uct_gpumem_iface_fence_wait(ucs_derived_of(ep->super.super.super.iface,
                                                uct_gpumem_iface_t), 0);
     if (uct_gpumem_ipc_fifo_claim(&ep->fifo, index_p, elem_p) != UCS_OK) {
-        return uct_gpumem_ipc_ep_am_no_resource(ep, flags);
+        return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
 }

@@ -1,6 +1,6 @@
 /**
  * gpumem utilities: the descriptor broker's two sides, the exporter's
- * listening socket served from UCS's async thread and the importer's
+ * listening socket served by a thread of its own and the importer's
  * request.
  *
  * See file LICENSE for terms.
@@ -14,14 +14,15 @@
 #include "gpumem_fd_wire.h"
 #include "gpumem_proc.h"
 
-#include <ucs/async/async_fwd.h>
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/sys.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -32,13 +33,16 @@
 
 
 /* How long the exporter waits for a connected process's request, in its
- * async thread, and an importer for the answer: both are one local
+ * thread, and an importer for the answer: both are one local
  * message */
 #define GPUMEM_FD_BROKER_REQUEST_WAIT_MS  100
 #define GPUMEM_FD_BROKER_ANSWER_WAIT_SEC  2
 
 /* Names tried before giving up when another socket holds one */
 #define GPUMEM_FD_BROKER_BIND_TRIES       8
+
+/* Connections served before the thread looks for a stop again */
+#define GPUMEM_FD_BROKER_ACCEPT_MAX       64
 
 /* The most descriptors an answer is read with: a broker sends one, any
  * more are closed */
@@ -57,12 +61,20 @@ static struct {
     pthread_mutex_t                   lock;
     khash_t(gpumem_fd_broker_offers)  offers;   /* By allocation id */
     int                               listen_fd;
+    int                               stop_fds[2]; /* A pipe: the thread
+                                                      ends when it closes */
+    pthread_t                         thread;
+    int                               stopped;  /* At the process's exit */
     pid_t                             pid;      /* The process listening */
     uint64_t                          name;
 } gpumem_fd_broker = {
     .lock      = PTHREAD_MUTEX_INITIALIZER,
-    .listen_fd = -1
+    .listen_fd = -1,
+    .stop_fds  = {-1, -1}
 };
+
+
+static pthread_once_t gpumem_fd_broker_atfork_once = PTHREAD_ONCE_INIT;
 
 
 /* The socket address of broker @a name of user @a uid; returns its length */
@@ -114,7 +126,7 @@ static void gpumem_fd_broker_answer(int conn, uint64_t id, int error, int fd)
     }
 }
 
-/* One connected process: its request read, its user checked, answered */
+/* One connected process: its user checked, its request read, answered */
 static void gpumem_fd_broker_serve(int conn)
 {
     uint8_t buf[sizeof(gpumem_fd_request_t) + 1];
@@ -131,6 +143,15 @@ static void gpumem_fd_broker_serve(int conn)
         ucs_debug("gpumem: descriptor broker: SO_PEERCRED: %m");
         return;
     }
+    /* Another user is refused at once, its request unread and unlogged:
+     * it may not make the thread wait, nor fill the log */
+    if (cred.uid != gpumem_proc_euid()) {
+        ucs_debug("gpumem: descriptor broker: refused process %d of user %u",
+                  (int)cred.pid, (unsigned)cred.uid);
+        gpumem_fd_broker_answer(conn, 0, EACCES, -1);
+        return;
+    }
+
     /* A request longer than one is truncated to one byte more, and refused */
     if (poll(&pfd, 1, GPUMEM_FD_BROKER_REQUEST_WAIT_MS) != 1) {
         ucs_debug("gpumem: descriptor broker: process %d asked nothing",
@@ -147,14 +168,6 @@ static void gpumem_fd_broker_serve(int conn)
         ucs_diag("gpumem: descriptor broker: refused process %d's %zd-byte "
                  "request: %s", (int)cred.pid, length, why);
         gpumem_fd_broker_answer(conn, 0, EINVAL, -1);
-        return;
-    }
-    if (cred.uid != gpumem_proc_euid()) {
-        ucs_diag("gpumem: descriptor broker: refused process %d of user %u "
-                 "allocation %"PRIu64": this process's user is %u",
-                 (int)cred.pid, (unsigned)cred.uid, request.id,
-                 (unsigned)gpumem_proc_euid());
-        gpumem_fd_broker_answer(conn, request.id, EACCES, -1);
         return;
     }
 
@@ -182,16 +195,80 @@ static void gpumem_fd_broker_serve(int conn)
     pthread_mutex_unlock(&gpumem_fd_broker.lock);
 }
 
-static void gpumem_fd_broker_accept(int listen_fd,
-                                    ucs_event_set_types_t events UCS_V_UNUSED,
-                                    void *arg UCS_V_UNUSED)
+/* The connections waiting, a bounded number at a time so that a stop is
+ * seen; where the process has no descriptor left for one, a pause instead
+ * of a loop that spins on it */
+static void gpumem_fd_broker_accept(int listen_fd)
 {
+    unsigned count;
     int conn;
 
-    while ((conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-        gpumem_fd_broker_serve(conn);
-        close(conn);
+    for (count = 0; count < GPUMEM_FD_BROKER_ACCEPT_MAX; ++count) {
+        conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (conn >= 0) {
+            gpumem_fd_broker_serve(conn);
+            close(conn);
+        } else if ((errno == EMFILE) || (errno == ENFILE) ||
+                   (errno == ENOBUFS) || (errno == ENOMEM)) {
+            ucs_debug("gpumem: descriptor broker: accept: %m: pausing");
+            poll(NULL, 0, GPUMEM_FD_BROKER_REQUEST_WAIT_MS);
+            return;
+        } else {
+            return;
+        }
     }
+}
+
+/* The broker's own thread, not UCS's async thread: the children of a fork
+ * find UCS's async state as UCX left it, and an application that never
+ * makes a UCP worker is served as well. It takes no signal of the
+ * application's. */
+static void *gpumem_fd_broker_thread(void *arg UCS_V_UNUSED)
+{
+    struct pollfd pfds[2];
+
+    pfds[0].fd     = gpumem_fd_broker.listen_fd;
+    pfds[0].events = POLLIN;
+    pfds[1].fd     = gpumem_fd_broker.stop_fds[0];
+    pfds[1].events = POLLIN;
+    for (;;) {
+        if (poll(pfds, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            ucs_diag("gpumem: descriptor broker: poll: %m: it stops");
+            break;
+        }
+        if (pfds[1].revents != 0) {
+            break;
+        }
+        if (pfds[0].revents & POLLIN) {
+            gpumem_fd_broker_accept(pfds[0].fd);
+        }
+    }
+    return NULL;
+}
+
+/* The thread is not in the child of a fork: the child closes its copy of
+ * the socket (the name stays the parent's), takes no offer, and finds the
+ * lock free whatever the parent's threads held */
+static void gpumem_fd_broker_atfork_child(void)
+{
+    if (gpumem_fd_broker.listen_fd >= 0) {
+        close(gpumem_fd_broker.listen_fd);
+        close(gpumem_fd_broker.stop_fds[0]);
+        close(gpumem_fd_broker.stop_fds[1]);
+    }
+    gpumem_fd_broker.listen_fd   = -1;
+    gpumem_fd_broker.stop_fds[0] = gpumem_fd_broker.stop_fds[1] = -1;
+    gpumem_fd_broker.stopped     = 1;
+    pthread_mutex_init(&gpumem_fd_broker.lock, NULL);
+}
+
+static void gpumem_fd_broker_atfork_register(void)
+{
+    /* Unregistered by the C library when the plugin is unloaded */
+    (void)pthread_atfork(NULL, NULL, gpumem_fd_broker_atfork_child);
 }
 
 /* A random name, which only the keys this process sends tell */
@@ -207,16 +284,19 @@ static uint64_t gpumem_fd_broker_new_name(void)
     return name;
 }
 
-/* Binds a socket to a new name and has UCS's async thread serve it
+/* Binds a socket to a new name and starts the thread that serves it
  * (lock held) */
 static ucs_status_t gpumem_fd_broker_listen(void)
 {
+    sigset_t all, old_mask;
     struct sockaddr_un addr;
-    ucs_status_t status;
     socklen_t addr_len;
     uint64_t name;
     unsigned tries;
-    int fd;
+    int fd, ret;
+
+    pthread_once(&gpumem_fd_broker_atfork_once,
+                 gpumem_fd_broker_atfork_register);
 
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -242,22 +322,34 @@ static ucs_status_t gpumem_fd_broker_listen(void)
         goto err_close;
     }
 
-    status = ucs_async_set_event_handler(UCS_ASYNC_MODE_THREAD_SPINLOCK, fd,
-                                         UCS_EVENT_SET_EVREAD,
-                                         gpumem_fd_broker_accept, NULL, NULL);
-    if (status != UCS_OK) {
-        ucs_debug("gpumem: descriptor broker: no async handler: %s",
-                  ucs_status_string(status));
+    if (pipe2(gpumem_fd_broker.stop_fds, O_CLOEXEC) != 0) {
+        ucs_debug("gpumem: descriptor broker: pipe: %m");
         goto err_close;
     }
 
     gpumem_fd_broker.listen_fd = fd;
-    gpumem_fd_broker.pid       = gpumem_proc_pid();
-    gpumem_fd_broker.name      = name;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old_mask);
+    ret = pthread_create(&gpumem_fd_broker.thread, NULL,
+                         gpumem_fd_broker_thread, NULL);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    if (ret != 0) {
+        ucs_debug("gpumem: descriptor broker: pthread_create: %s",
+                  strerror(ret));
+        goto err_close_pipe;
+    }
+
+    gpumem_fd_broker.pid  = gpumem_proc_pid();
+    gpumem_fd_broker.name = name;
     ucs_debug("gpumem: descriptor broker %016"PRIx64" serves process %d",
               name, (int)gpumem_fd_broker.pid);
     return UCS_OK;
 
+err_close_pipe:
+    close(gpumem_fd_broker.stop_fds[0]);
+    close(gpumem_fd_broker.stop_fds[1]);
+    gpumem_fd_broker.stop_fds[0] = gpumem_fd_broker.stop_fds[1] = -1;
+    gpumem_fd_broker.listen_fd   = -1;
 err_close:
     close(fd);
     return UCS_ERR_UNSUPPORTED;
@@ -271,10 +363,12 @@ ucs_status_t gpumem_fd_broker_offer(uint64_t id, uint64_t size, int fd,
     int ret;
 
     pthread_mutex_lock(&gpumem_fd_broker.lock);
-    if (gpumem_fd_broker.listen_fd < 0) {
+    if (gpumem_fd_broker.stopped) {
+        status = UCS_ERR_UNSUPPORTED;
+    } else if (gpumem_fd_broker.listen_fd < 0) {
         status = gpumem_fd_broker_listen();
     } else if (gpumem_fd_broker.pid != gpumem_proc_pid()) {
-        /* The parent's socket: its async thread is not in this process */
+        /* The parent's socket: its thread is not in this process */
         ucs_debug("gpumem: descriptor broker: not served in the child of a "
                   "fork");
         status = UCS_ERR_UNSUPPORTED;
@@ -348,10 +442,18 @@ static ucs_status_t gpumem_fd_broker_receive(int sock, uint64_t id,
     msg.msg_control    = control.buf;
     msg.msg_controllen = sizeof(control.buf);
     length             = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    if (length < 0) {
-        snprintf(why, max, "no answer: %s", (errno == EAGAIN) ?
-                 "it did not answer in time" : strerror(errno));
-        return UCS_ERR_UNREACHABLE;
+    if ((length < 0) && (errno == ECONNRESET)) {
+        /* The broker closed with the request unread (a refusal it sent
+         * before reading): the kernel says so once, then gives what came */
+        length = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    }
+    if (length <= 0) {
+        snprintf(why, max, "no answer from its descriptor broker: %s",
+                 (length == 0) ? "it closed the connection" :
+                 (errno == EAGAIN) ? "it did not answer in time" :
+                 strerror(errno));
+        *count_p = 0;
+        return UCS_ERR_IO_ERROR;
     }
 
     for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
@@ -418,7 +520,7 @@ ucs_status_t gpumem_fd_broker_take(uint64_t name, uid_t uid, uint64_t id,
     struct ucred cred;
     socklen_t addr_len;
     unsigned count = 0;
-    int sock;
+    int sock, err, send_err;
 
     sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (sock < 0) {
@@ -430,12 +532,17 @@ ucs_status_t gpumem_fd_broker_take(uint64_t name, uid_t uid, uint64_t id,
     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
 
+    /* No socket of that name: the only case the caller may take the fd
+     * another way, since the broker cannot have refused it */
     addr_len = gpumem_fd_broker_addr(name, uid, &addr);
     if (connect(sock, (struct sockaddr*)&addr, addr_len) != 0) {
-        snprintf(why, max, "its descriptor broker %016"PRIx64" does not "
-                 "answer (%s): the process is gone, or in another network "
-                 "namespace", name, strerror(errno));
-        status = UCS_ERR_UNREACHABLE;
+        err = errno;
+        snprintf(why, max, "its descriptor broker %016"PRIx64" %s (%s)", name,
+                 ((err == ECONNREFUSED) || (err == ENOENT)) ?
+                 "does not answer: the process is gone, or in another "
+                 "network namespace" : "cannot be reached", strerror(err));
+        status = ((err == ECONNREFUSED) || (err == ENOENT)) ?
+                 UCS_ERR_UNREACHABLE : UCS_ERR_IO_ERROR;
         goto out;
     }
 
@@ -443,7 +550,7 @@ ucs_status_t gpumem_fd_broker_take(uint64_t name, uid_t uid, uint64_t id,
      * exporter's */
     if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
         snprintf(why, max, "SO_PEERCRED: %s", strerror(errno));
-        status = UCS_ERR_UNREACHABLE;
+        status = UCS_ERR_IO_ERROR;
         goto out;
     }
     if (cred.uid != uid) {
@@ -453,17 +560,18 @@ ucs_status_t gpumem_fd_broker_take(uint64_t name, uid_t uid, uint64_t id,
         goto out;
     }
 
+    /* A refusal may have come, and the connection closed, before the
+     * request went: it is read all the same */
     gpumem_fd_request_init(&request, id, size);
-    if (send(sock, &request, sizeof(request), MSG_NOSIGNAL) !=
-        sizeof(request)) {
-        snprintf(why, max, "cannot ask its descriptor broker: %s",
-                 strerror(errno));
-        status = UCS_ERR_UNREACHABLE;
-        goto out;
-    }
+    send_err = (send(sock, &request, sizeof(request), MSG_NOSIGNAL) ==
+                sizeof(request)) ? 0 : errno;
 
     status = gpumem_fd_broker_receive(sock, id, &reply, fds, &count, why,
                                       max);
+    if ((status != UCS_OK) && (send_err != 0)) {
+        snprintf(why, max, "cannot ask its descriptor broker: %s",
+                 strerror(send_err));
+    }
     if (status != UCS_OK) {
         goto out_close_fds;
     }
@@ -482,14 +590,23 @@ out:
     return status;
 }
 
-/* The async thread must not serve a socket of a library that is gone */
+/* The thread must not run the code of a library that is gone: it ends
+ * and is joined, in the process that started it only. The offers stay
+ * (other destructors may withdraw theirs after), and no new one is taken */
 static void UCS_F_DTOR gpumem_fd_broker_cleanup(void)
 {
-    if ((gpumem_fd_broker.listen_fd >= 0) &&
-        (gpumem_fd_broker.pid == getpid())) {
-        ucs_async_remove_handler(gpumem_fd_broker.listen_fd, 1);
+    int running;
+
+    pthread_mutex_lock(&gpumem_fd_broker.lock);
+    gpumem_fd_broker.stopped = 1;
+    running = (gpumem_fd_broker.listen_fd >= 0) &&
+              (gpumem_fd_broker.pid == getpid());
+    pthread_mutex_unlock(&gpumem_fd_broker.lock);
+
+    if (running) {
+        close(gpumem_fd_broker.stop_fds[1]);
+        pthread_join(gpumem_fd_broker.thread, NULL);
+        close(gpumem_fd_broker.stop_fds[0]);
         close(gpumem_fd_broker.listen_fd);
-        gpumem_fd_broker.listen_fd = -1;
     }
-    kh_destroy_inplace(gpumem_fd_broker_offers, &gpumem_fd_broker.offers);
 }

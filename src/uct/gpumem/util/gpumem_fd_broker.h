@@ -7,8 +7,8 @@
  * trace the exporter, which Yama's ptrace_scope 1, the seccomp profiles of
  * container runtimes and PID namespaces take away. The broker needs
  * neither: the importer names the allocation by its id and size, the
- * exporter checks the importer's user (SO_PEERCRED) and answers from UCS's
- * async thread, and a key of an allocation that was freed gets nothing, even
+ * exporter checks the importer's user (SO_PEERCRED) and answers from a
+ * thread of its own, and a key of an allocation that was freed gets nothing, even
  * where its descriptor's number was given to another.
  *
  * The socket is in the abstract namespace of the network namespace:
@@ -42,7 +42,9 @@ ucs_status_t gpumem_fd_broker_offer(uint64_t id, uint64_t size, int fd,
 
 /**
  * Serves allocation @a id no more; when it returns, no importer receives
- * its descriptor, which the caller may close.
+ * its descriptor, which the caller may close. The broker goes on serving
+ * (and refusing) to the process's end: a key of a withdrawn allocation
+ * is told that it was freed.
  */
 void gpumem_fd_broker_withdraw(uint64_t id);
 
@@ -50,8 +52,10 @@ void gpumem_fd_broker_withdraw(uint64_t id);
  * Asks the broker @a name of user @a uid for allocation @a id of @a size
  * bytes, and sets @a fd_p to a descriptor of it, which the caller closes.
  * Refusals, with the reason written to @a why of @a max bytes:
- * - UCS_ERR_UNREACHABLE: no broker of that name answers (the exporter is
- *   gone, or in another network namespace), or it did not answer in time;
+ * - UCS_ERR_UNREACHABLE: no socket has that name (the exporter is gone,
+ *   or in another network namespace): the only refusal after which the
+ *   caller may take the descriptor another way;
+ * - UCS_ERR_IO_ERROR: the broker did not answer (in time, or at all);
  * - UCS_ERR_NO_ELEM: the exporter has no such allocation (it was freed);
  * - UCS_ERR_REJECTED: the socket is another user's, or the exporter
  *   refused this process's user;

@@ -96,7 +96,8 @@ ucs_status_t gpumem_fd_reply_unpack(const void *buf, size_t length,
     why = gpumem_fd_wire_header_check(r.magic, r.version, r.reserved);
     if ((why == NULL) && (r.reserved2 != 0)) {
         why = "reserved bytes set";
-    } else if ((why == NULL) && (r.id != id)) {
+    } else if ((why == NULL) && (r.id != id) &&
+               !((r.id == 0) && (r.error != 0))) {
         why = "the answer to another request";
     } else if ((why == NULL) &&
                ((r.error < 0) || (r.error > GPUMEM_FD_WIRE_ERRNO_MAX))) {

@@ -46,7 +46,8 @@ typedef struct gpumem_fd_reply {
     uint16_t reserved;      /* 0 */
     int32_t  error;
     uint32_t reserved2;     /* 0 */
-    uint64_t id;            /* The request's */
+    uint64_t id;            /* The request's, or 0 in a refusal sent
+                               before the request was read */
 } UCS_S_PACKED gpumem_fd_reply_t;
 
 
@@ -67,7 +68,8 @@ ucs_status_t gpumem_fd_request_unpack(const void *buf, size_t length,
 
 /**
  * Decodes an answer to the request for allocation @a id: exactly one
- * answer of this version, of that id, its error 0 or a positive errno.
+ * answer of this version, of that id (or of id 0 with an error), its error
+ * 0 or a positive errno.
  * UCS_ERR_INVALID_PARAM otherwise, with the reason at @a why_p.
  */
 ucs_status_t gpumem_fd_reply_unpack(const void *buf, size_t length,

@@ -179,6 +179,11 @@ void gpumem_cuda_mem_free(gpumem_driver_mem_t *super)
     gpumem_cuda_gpu_t *gpu = gpumem_cuda_gpu(super->gpu);
     ucs_status_t status;
 
+    /* No importer gets the fd from the broker once the memory goes */
+    if (mem->broker != 0) {
+        gpumem_fd_broker_withdraw(mem->alloc_id);
+    }
+
     if (mem->opened != NULL) {
         gpumem_cuda_opened_put(gpu, mem->opened);
     } else if (gpumem_cuda_ctx_push(gpu, "free") == UCS_OK) {
@@ -192,9 +197,6 @@ void gpumem_cuda_mem_free(gpumem_driver_mem_t *super)
                          "GPU %u: release of %zu bytes", gpu->index,
                          mem->alloc_size);
         gpumem_cuda_ctx_pop(gpu);
-    }
-    if (mem->broker != 0) {
-        gpumem_fd_broker_withdraw(mem->alloc_id);
     }
     if (mem->export_fd >= 0) {
         close(mem->export_fd);
