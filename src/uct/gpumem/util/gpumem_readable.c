@@ -10,8 +10,8 @@
 #endif
 
 #include "gpumem_readable.h"
+#include "gpumem_compat_ucs.h"
 
-#include <ucs/sys/math.h>
 #include <ucs/sys/sys.h>
 #include <errno.h>
 #include <stdint.h>
