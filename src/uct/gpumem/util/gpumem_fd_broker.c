@@ -364,14 +364,11 @@ ucs_status_t gpumem_fd_broker_offer(uint64_t id, uint64_t size, int fd,
 
     pthread_mutex_lock(&gpumem_fd_broker.lock);
     if (gpumem_fd_broker.stopped) {
+        /* At exit, or in the child of a fork (the atfork handler) */
+        ucs_debug("gpumem: descriptor broker: stopped in this process");
         status = UCS_ERR_UNSUPPORTED;
     } else if (gpumem_fd_broker.listen_fd < 0) {
         status = gpumem_fd_broker_listen();
-    } else if (gpumem_fd_broker.pid != gpumem_proc_pid()) {
-        /* The parent's socket: its thread is not in this process */
-        ucs_debug("gpumem: descriptor broker: not served in the child of a "
-                  "fork");
-        status = UCS_ERR_UNSUPPORTED;
     }
     if (status != UCS_OK) {
         goto out;
