@@ -164,6 +164,20 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
         [has ucs/sys/ptr_arith.h],
         [#include <ucs/sys/ptr_arith.h>], [])
 
+    dnl Registration cache
+    m4_define([gpumem_rcache_h], [[#include <ucs/memory/rcache.h>]])
+    GPUMEM_UCX_PROBE_TYPE([HAVE_UCS_RCACHE_GET_ALIGNMENT],
+        [ucs_rcache_get takes an alignment], gpumem_rcache_h,
+        [__typeof__(&ucs_rcache_get)],
+        [ucs_status_t (*)(ucs_rcache_t*, void*, size_t, size_t, int, void*,
+                          ucs_rcache_region_t**)])
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCS_RCACHE_PARAMS_ALIGNMENT],
+        [registration caches are created with an alignment], gpumem_rcache_h,
+        [ucs_rcache_params_t], [max_alignment])
+    GPUMEM_UCX_PROBE_MEMBER([HAVE_UCS_RCACHE_OPS_MERGE],
+        [registration caches call a merge op], gpumem_rcache_h,
+        [ucs_rcache_ops_t], [merge])
+
     dnl UCM memory type events
     GPUMEM_UCX_PROBE([HAVE_UCM_MEM_TYPE_EVENT_SYS_DEV],
         [memory type events carry a system device and flags],

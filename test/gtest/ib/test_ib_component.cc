@@ -113,6 +113,7 @@ TEST_F(ib_component, config_has_max_access_and_order_with_help) {
     EXPECT_NE(names.end(), std::find(names.begin(), names.end(),
                                      "MAX_ACCESS"));
     EXPECT_NE(names.end(), std::find(names.begin(), names.end(), "ORDER"));
+    EXPECT_NE(names.end(), std::find(names.begin(), names.end(), "RCACHE"));
 }
 
 TEST_F(ib_component, config_takes_each_access_and_order_and_refuses_others) {
@@ -125,6 +126,8 @@ TEST_F(ib_component, config_takes_each_access_and_order_and_refuses_others) {
     EXPECT_STREQ("remote", value) << "the default lets UCX's flags decide";
     ASSERT_EQ(UCS_OK, uct_config_get(config, "ORDER", value, sizeof(value)));
     EXPECT_STREQ("in_order", value);
+    ASSERT_EQ(UCS_OK, uct_config_get(config, "RCACHE", value, sizeof(value)));
+    EXPECT_STREQ("try", value) << "registrations are cached where they can be";
 
     for (const char *access : {"local", "remote_write", "remote"}) {
         EXPECT_EQ(UCS_OK, gpumem_test::config_modify(config, "GPUMEM_IB_",

@@ -13,6 +13,7 @@
 
 #include <gpumem/gpumem.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -107,6 +108,32 @@ protected:
         EXPECT_EQ(1u, log.count(words)) << log.text();
     }
 
+    /* The source's bytes, as the queue pair names them: a registration
+     * may begin before them (a cached one begins at a page) */
+    void source_bytes(gpumem_reg_local_t *local_p) {
+        const gpumem_reg_view_t *view = uct_gpumem_ib_memh_view(
+                m_source_memh);
+
+        ASSERT_EQ(UCS_OK, gpumem_reg_view_local(
+                view, (uintptr_t)m_source.data() - view->address, length,
+                local_p));
+    }
+
+    /* What a peer is sent of the registration @a memh */
+    gpumem_reg_remote_view_t remote_view(uct_mem_h memh) {
+        std::vector<uint8_t> packed(GPUMEM_REG_WIRE_SIZE);
+        gpumem_reg_remote_view_t peer = {};
+        uct_rkey_bundle_t bundle;
+
+        EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, packed.data()));
+        if (uct_rkey_unpack(m_component, packed.data(), &bundle) == UCS_OK) {
+            peer = *reinterpret_cast<const gpumem_reg_remote_view_t*>(
+                    bundle.rkey);
+            EXPECT_EQ(UCS_OK, uct_rkey_release(m_component, &bundle));
+        }
+        return peer;
+    }
+
     /* A peer writes the source into the device memory @a memh registers,
      * by the key it was sent; the GPU's copy engine reads every byte back */
     void expect_rdma_write_lands(uct_mem_h memh, void *device) {
@@ -127,8 +154,7 @@ protected:
                 << "named by its device address";
         EXPECT_EQ(length, peer.length);
 
-        ASSERT_EQ(UCS_OK, gpumem_reg_view_local(
-                uct_gpumem_ib_memh_view(m_source_memh), 0, length, &local));
+        ASSERT_NO_FATAL_FAILURE(source_bytes(&local));
         ASSERT_EQ(IBV_WC_SUCCESS, m_qps->rdma(IBV_WR_RDMA_WRITE, local,
                                               peer.address, peer.rkey));
 
@@ -265,6 +291,9 @@ TEST_F(ib_device_rdma, device_memory_is_held_while_a_view_of_it_lives) {
     unsigned refcount;
     uct_mem_h memh;
 
+    /* A cached registration is a view of its own */
+    ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_config, "GPUMEM_IB_",
+                                                 "RCACHE", "no"));
     ASSERT_NO_FATAL_FAILURE(open("bar"));
     refcount = md()->gpus->refcount;
     ASSERT_EQ(UCS_OK, mem_reg(m_device_mem, length, UCT_MD_MEM_ACCESS_ALL,
@@ -279,4 +308,54 @@ TEST_F(ib_device_rdma, device_memory_is_held_while_a_view_of_it_lives) {
 
     EXPECT_EQ(UCS_OK, gpumem_reg_view_release(&copy));
     EXPECT_EQ(refcount, md()->gpus->refcount);
+}
+
+/* The domain caches registrations of device memory, and the device stops
+ * reaching them when the memory is freed: a peer that kept the key of freed
+ * memory does not reach what is allocated there next */
+TEST_F(ib_device_rdma, freed_memory_is_not_reached_through_a_cached_key) {
+    std::vector<uint8_t> back(length, 0xff);
+    gpumem_reg_remote_view_t stale;
+    gpumem_reg_local_t local;
+    uct_mem_h memh, again;
+    void *next;
+    size_t written;
+
+    ASSERT_NO_FATAL_FAILURE(open("bar"));
+    ASSERT_TRUE(md()->rcache[GPUMEM_REG_ACCESS_REMOTE] != NULL)
+            << "the domain caches registrations";
+    register_through(m_device_mem, {"registered through the BAR window"},
+                     &memh);
+    expect_rdma_write_lands(memh, m_device_mem);
+    stale = remote_view(memh);
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_device_mem, length, UCT_MD_MEM_ACCESS_ALL,
+                              &again));
+    EXPECT_EQ(memh, again) << "registered again: the cached registration";
+    EXPECT_EQ(stale.rkey, remote_view(again).rkey);
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, again));
+
+    EXPECT_EQ(0, m_free(m_device_mem));
+    m_devices.erase(std::find(m_devices.begin(), m_devices.end(),
+                              m_device_mem));
+    next = device_alloc();
+    ASSERT_TRUE(next != NULL);
+
+    ASSERT_NO_FATAL_FAILURE(source_bytes(&local));
+    EXPECT_NE(IBV_WC_SUCCESS, m_qps->rdma(IBV_WR_RDMA_WRITE, local,
+                                          stale.address, stale.rkey))
+            << "the freed memory's key still reaches memory";
+    ASSERT_EQ(0, m_memcpy(back.data(), next, length));
+    written = length - std::count(back.begin(), back.end(), 0);
+    EXPECT_EQ(0u, written) << "bytes of the next allocation (at "
+                           << next << ", the freed memory was at "
+                           << m_device_mem << ") written through it";
+
+    /* The memory allocated next is registered anew, and reached */
+    m_qps.reset(new gpumem_test::loopback_qps(md()->context, md()->pd));
+    ASSERT_TRUE(m_qps->ready()) << m_qps->why();
+    register_through(next, {"registered through the BAR window"}, &memh);
+    expect_rdma_write_lands(memh, next);
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
 }

@@ -351,3 +351,98 @@ TEST_F(ib_md, dmabuf_refused_without_host_mapping_is_an_error) {
             << log.text();
     EXPECT_EQ(0u, md()->domain.num_regions);
 }
+
+/* The registrations' cache (UCX_GPUMEM_IB_RCACHE) */
+
+static size_t ib_md_num_mrs(uct_gpumem_ib_md_t *md)
+{
+    size_t count;
+
+    pthread_mutex_lock(&md->lock);
+    count = ucs_list_length(&md->mrs);
+    pthread_mutex_unlock(&md->lock);
+    return count;
+}
+
+TEST_F(ib_md, memory_registered_again_takes_its_cached_registration) {
+    uct_mem_h first, second, third;
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL,
+                              &first));
+    ASSERT_EQ(UCS_OK, mem_reg((char*)m_buffer + 4096, 8192,
+                              UCT_MD_MEM_ACCESS_ALL, &second));
+    EXPECT_EQ(first, second) << "bytes inside a cached registration";
+    EXPECT_EQ(1u, ib_md_num_mrs(md()));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, first));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, second));
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL,
+                              &third));
+    EXPECT_EQ(first, third) << "kept after its last deregistration";
+    EXPECT_EQ(1u, ib_md_num_mrs(md()));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, third));
+}
+
+TEST_F(ib_md, without_the_cache_each_registration_is_the_devices) {
+    uct_mem_h first, second;
+
+    uct_md_close(m_md);
+    m_md = NULL;
+    ASSERT_NO_FATAL_FAILURE(open_md("RCACHE", "no"));
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL,
+                              &first));
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL,
+                              &second));
+    EXPECT_NE(first, second);
+    EXPECT_EQ(2u, ib_md_num_mrs(md()));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, first));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, second));
+    EXPECT_EQ(0u, ib_md_num_mrs(md())) << "deregistered at once";
+}
+
+/* A registration cached for one access is never handed to a caller that
+ * asked for less */
+TEST_F(ib_md, cached_registrations_grant_the_access_asked) {
+    uct_mem_h all, put, local;
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_ALL, &all));
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_REMOTE_PUT,
+                              &put));
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, 65536, UCT_MD_MEM_ACCESS_LOCAL_WRITE,
+                              &local));
+    EXPECT_EQ(GPUMEM_REG_ACCESS_REMOTE,
+              uct_gpumem_ib_memh_view(all)->region->access);
+    EXPECT_EQ(GPUMEM_REG_ACCESS_REMOTE_WRITE,
+              uct_gpumem_ib_memh_view(put)->region->access);
+    EXPECT_EQ(GPUMEM_REG_ACCESS_LOCAL,
+              uct_gpumem_ib_memh_view(local)->region->access);
+    EXPECT_EQ(3u, ib_md_num_mrs(md()));
+    for (uct_mem_h memh : {all, put, local}) {
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    }
+}
+
+/* Unmapped memory leaves the cache: what is mapped there next is
+ * registered anew, and the old registration goes */
+TEST_F(ib_md, unmapped_memory_leaves_the_cache) {
+    const size_t length = 65536;
+    uct_mem_h first, second;
+    void *buffer, *again;
+
+    buffer = mmap(NULL, length, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, buffer);
+    ASSERT_EQ(UCS_OK, mem_reg(buffer, length, UCT_MD_MEM_ACCESS_ALL, &first));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, first));
+    EXPECT_EQ(1u, ib_md_num_mrs(md())) << "cached";
+    ASSERT_EQ(0, munmap(buffer, length));
+
+    again = mmap(buffer, length, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ASSERT_EQ(buffer, again);
+    ASSERT_EQ(UCS_OK, mem_reg(again, length, UCT_MD_MEM_ACCESS_ALL,
+                              &second));
+    EXPECT_EQ(1u, ib_md_num_mrs(md())) << "the unmapped memory's went";
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, second));
+    munmap(again, length);
+}

@@ -11,7 +11,10 @@
 #include "gpumem_compat.h"
 
 #include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
 #include <ucs/sys/topo/base/topo.h>
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The stubs below ignore their arguments, as their names say */
@@ -419,3 +422,43 @@ void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
     (void)ucs_topo_sys_device_set_name(sys_dev, name);
 #endif
 }
+
+
+void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
+                                   size_t region_struct_size,
+                                   const ucs_rcache_ops_t *ops,
+                                   void *context)
+{
+    /* UCS's defaults (ucs_rcache_set_default_params() from UCX 1.16) */
+    memset(params, 0, sizeof(*params));
+    params->ucm_event_priority = 1000;
+    params->max_regions        = ULONG_MAX;
+    params->max_size           = SIZE_MAX;
+    params->max_unreleased     = SIZE_MAX;
+#ifdef HAVE_UCS_RCACHE_PARAMS_ALIGNMENT
+    params->alignment          = ucs_get_page_size();
+    params->max_alignment      = ucs_get_page_size();
+#endif
+    params->region_struct_size = region_struct_size;
+    params->ops                = ops;
+    params->context            = context;
+}
+
+ucs_status_t uct_gpumem_rcache_get(ucs_rcache_t *rcache, void *address,
+                                   size_t length, int prot, void *arg,
+                                   ucs_rcache_region_t **region_p)
+{
+#ifdef HAVE_UCS_RCACHE_GET_ALIGNMENT
+    return ucs_rcache_get(rcache, address, length, ucs_get_page_size(), prot,
+                          arg, region_p);
+#else
+    return ucs_rcache_get(rcache, address, length, prot, arg, region_p);
+#endif
+}
+
+#ifdef HAVE_UCS_RCACHE_OPS_MERGE
+void uct_gpumem_rcache_merge_nothing(void *context, ucs_rcache_t *rcache,
+                                     void *arg, ucs_rcache_region_t *region)
+{
+}
+#endif

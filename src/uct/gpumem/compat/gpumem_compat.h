@@ -19,6 +19,7 @@
 #include <uct/base/uct_component.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucs/memory/rcache.h>
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
@@ -570,6 +571,40 @@ ucs_status_t uct_gpumem_config_fill(void *opts,
  */
 void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
                                      const char *name);
+
+
+/*
+ * Registration caches (UCS's rcache): created with an alignment until UCX
+ * 1.17, asked for one at each lookup since; a merge op called without a NULL
+ * check from UCX 1.18.
+ */
+
+/**
+ * Parameters of a cache of regions of @a region_struct_size bytes, aligned
+ * to pages, with UCS's defaults for the rest, and @a ops and @a context.
+ */
+void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
+                                   size_t region_struct_size,
+                                   const ucs_rcache_ops_t *ops,
+                                   void *context);
+
+
+/**
+ * ucs_rcache_get() of the page-aligned range around the bytes.
+ */
+ucs_status_t uct_gpumem_rcache_get(ucs_rcache_t *rcache, void *address,
+                                   size_t length, int prot, void *arg,
+                                   ucs_rcache_region_t **region_p);
+
+
+#ifdef HAVE_UCS_RCACHE_OPS_MERGE
+void uct_gpumem_rcache_merge_nothing(void *context, ucs_rcache_t *rcache,
+                                     void *arg, ucs_rcache_region_t *region);
+#  define UCT_GPUMEM_RCACHE_OPS_COMPAT \
+    .merge = uct_gpumem_rcache_merge_nothing,
+#else
+#  define UCT_GPUMEM_RCACHE_OPS_COMPAT
+#endif
 
 END_C_DECLS
 

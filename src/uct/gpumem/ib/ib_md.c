@@ -13,6 +13,7 @@
 #include "ib_md.h"
 #include <uct/gpumem/compat/gpumem_compat.h>
 #include "ib_access.h"
+#include "ib_rcache.h"
 
 #include <uct/gpumem/gpumem_context.h>
 #include <ucs/debug/log.h>
@@ -28,6 +29,10 @@
  * (UCX_IB_MEM_REG_OVERHEAD, UCX_IB_MEM_REG_GROWTH) */
 #define UCT_GPUMEM_IB_REG_OVERHEAD  16e-6
 #define UCT_GPUMEM_IB_REG_GROWTH    0.06e-9
+
+/* A lookup in the registration cache, as UCX estimates its own
+ * (UCX_RCACHE_OVERHEAD=auto) */
+#define UCT_GPUMEM_IB_RCACHE_OVERHEAD  180e-9
 
 
 /* In the order of gpumem_reg_access_t and gpumem_reg_order_t */
@@ -85,6 +90,21 @@ static ucs_config_field_t uct_gpumem_ib_md_config_table[] = {
      "that names why.",
      ucs_offsetof(uct_gpumem_ib_md_config_t, device_mem_reg),
      UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_device_reg_names)},
+
+    {"RCACHE", "try",
+     "Keep registrations made through uct_md_mem_reg() in a registration\n"
+     "cache (UCS's rcache), so that memory registered again is not\n"
+     "registered with the device again:\n"
+     " yes - always; opening the memory domain fails without the cache\n"
+     " try - where the cache can be made\n"
+     " no  - register and deregister at each call\n"
+     "A cached registration grants exactly the access its caller asked for,\n"
+     "and ends when its memory is unmapped or, for device memory, freed: the\n"
+     "device stops reaching freed device memory before the memory goes,\n"
+     "cached or not. dma-bufs registered with uct_gpumem_ib_mem_reg_memory()\n"
+     "are never cached.",
+     ucs_offsetof(uct_gpumem_ib_md_config_t, enable_rcache),
+     UCS_CONFIG_TYPE_TERNARY},
 
     {NULL}
 };
@@ -188,7 +208,10 @@ static ucs_status_t uct_gpumem_ib_md_query_attr(uct_md_h uct_md,
     md_attr->alloc_mem_types  = 0;
     md_attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->rkey_packed_size = GPUMEM_REG_WIRE_SIZE;
-    md_attr->reg_cost         = ucs_linear_func_make(
+    md_attr->reg_cost         = (md->rcache[0] != NULL) ?
+                                ucs_linear_func_make(
+                                            UCT_GPUMEM_IB_RCACHE_OVERHEAD, 0) :
+                                ucs_linear_func_make(
                                             UCT_GPUMEM_IB_REG_OVERHEAD,
                                             UCT_GPUMEM_IB_REG_GROWTH);
     return UCS_OK;
@@ -197,38 +220,31 @@ static ucs_status_t uct_gpumem_ib_md_query_attr(uct_md_h uct_md,
 UCT_GPUMEM_MD_QUERY_DEFINE(uct_gpumem_ib_md_query,
                            uct_gpumem_ib_md_query_attr)
 
-static ucs_status_t
-uct_gpumem_ib_md_register(uct_gpumem_ib_md_t *md,
-                          const uct_gpumem_ib_reg_params_t *params,
-                          uct_mem_h *memh_p)
+/* A handle of its own, not cached: its view is the caller's to fill */
+static uct_gpumem_ib_memh_t *
+uct_gpumem_ib_memh_alloc(const uct_gpumem_ib_md_t *md,
+                         ucs_log_level_t log_level)
 {
     uct_gpumem_ib_memh_t *memh;
-    ucs_status_t status;
 
     memh = ucs_malloc(sizeof(*memh), "gpumem_ib_memh");
     if (memh == NULL) {
-        ucs_log(params->super.log_level, "gpumem: %s: failed to allocate a "
-                "memory handle", md->domain.name);
-        return UCS_ERR_NO_MEMORY;
+        ucs_log(log_level, "gpumem: %s: failed to allocate a memory handle",
+                md->domain.name);
+        return NULL;
     }
 
-    status = gpumem_reg_register(&md->domain, &params->super, &memh->view);
-    if (status != UCS_OK) {
-        ucs_free(memh);
-        return status;
-    }
-
-    *memh_p = memh;
-    return UCS_OK;
+    memh->rcache = NULL;
+    return memh;
 }
 
 /* Device memory, registered the way UCX_GPUMEM_IB_DEVICE_MEM_REG and the
  * driver allow, and named by its device address */
 static ucs_status_t
-uct_gpumem_ib_mem_reg_device(uct_gpumem_ib_md_t *md,
-                             uct_gpumem_ib_reg_params_t *params,
-                             void *address, size_t length,
-                             uct_mem_h *memh_p)
+uct_gpumem_ib_md_register_device(uct_gpumem_ib_md_t *md,
+                                 uct_gpumem_ib_reg_params_t *params,
+                                 void *address, size_t length,
+                                 gpumem_reg_view_t *view)
 {
     ucs_status_t status;
 
@@ -244,12 +260,32 @@ uct_gpumem_ib_mem_reg_device(uct_gpumem_ib_md_t *md,
 
     /* Made, the registration holds the device memory (ib_mr.c) */
     params->host_iova = (uintptr_t)address;
-    status            = uct_gpumem_ib_md_register(md, params, memh_p);
+    status            = gpumem_reg_register(&md->domain, &params->super,
+                                            view);
     uct_gpumem_ib_device_mem_registered(params->device);
     if (status != UCS_OK) {
         uct_gpumem_ib_device_mem_close(params->device);
     }
     return status;
+}
+
+ucs_status_t uct_gpumem_ib_md_register_range(uct_gpumem_ib_md_t *md,
+                                             uct_gpumem_ib_reg_params_t *params,
+                                             void *address, size_t length,
+                                             gpumem_reg_view_t *view)
+{
+    if ((md->gpus != NULL) &&
+        (uct_gpumem_context_find_gpu(md->gpus, address) >= 0)) {
+        return uct_gpumem_ib_md_register_device(md, params, address, length,
+                                                view);
+    }
+
+    params->super.memory.type         = GPUMEM_REG_MEMORY_HOST;
+    params->super.memory.host.address = address;
+    params->super.memory.host.length  = length;
+    params->host_iova                 = (uintptr_t)address;
+    params->device                    = NULL;
+    return gpumem_reg_register(&md->domain, &params->super, view);
 }
 
 static ucs_status_t uct_gpumem_ib_mem_reg_flags(uct_md_h uct_md,
@@ -259,24 +295,33 @@ static ucs_status_t uct_gpumem_ib_mem_reg_flags(uct_md_h uct_md,
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
     uct_gpumem_ib_reg_params_t params;
+    uct_gpumem_ib_memh_t *memh;
+    ucs_status_t status;
 
     params.super.access    = uct_gpumem_ib_access_from_uct_flags(
                                      flags, md->max_access);
     params.super.order     = md->order;
     params.super.log_level = uct_md_reg_log_lvl(flags);
 
-    if ((md->gpus != NULL) &&
-        (uct_gpumem_context_find_gpu(md->gpus, address) >= 0)) {
-        return uct_gpumem_ib_mem_reg_device(md, &params, address, length,
-                                            memh_p);
+    /* No bytes have no page of the cache's: the registration refuses them */
+    if ((md->rcache[params.super.access] != NULL) && (length > 0)) {
+        return uct_gpumem_ib_rcache_get(md, &params, address, length, memh_p);
     }
 
-    params.super.memory.type         = GPUMEM_REG_MEMORY_HOST;
-    params.super.memory.host.address = address;
-    params.super.memory.host.length  = length;
-    params.host_iova                 = (uintptr_t)address;
-    params.device                    = NULL;
-    return uct_gpumem_ib_md_register(md, &params, memh_p);
+    memh = uct_gpumem_ib_memh_alloc(md, params.super.log_level);
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_gpumem_ib_md_register_range(md, &params, address, length,
+                                             &memh->view);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    *memh_p = memh;
+    return UCS_OK;
 }
 
 UCT_GPUMEM_MD_MEM_REG_DEFINE(uct_gpumem_ib_mem_reg, uct_gpumem_ib_mem_reg_flags)
@@ -287,6 +332,8 @@ ucs_status_t uct_gpumem_ib_mem_reg_memory(uct_md_h uct_md,
 {
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
     uct_gpumem_ib_reg_params_t capped;
+    uct_gpumem_ib_memh_t *memh;
+    ucs_status_t status;
 
     capped.super     = *params;
     capped.host_iova = (params->memory.type == GPUMEM_REG_MEMORY_HOST) ?
@@ -300,7 +347,19 @@ ucs_status_t uct_gpumem_ib_mem_reg_memory(uct_md_h uct_md,
         capped.super.access = md->max_access;
     }
 
-    return uct_gpumem_ib_md_register(md, &capped, memh_p);
+    memh = uct_gpumem_ib_memh_alloc(md, capped.super.log_level);
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = gpumem_reg_register(&md->domain, &capped.super, &memh->view);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    *memh_p = memh;
+    return UCS_OK;
 }
 
 static ucs_status_t
@@ -312,9 +371,14 @@ uct_gpumem_ib_mem_dereg(uct_md_h UCS_V_UNUSED uct_md,
 
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
 
+    memh = params->memh;
+    if (memh->rcache != NULL) {
+        uct_gpumem_ib_rcache_put(memh);
+        return UCS_OK;
+    }
+
     /* Whatever the status, the handle is gone: after a failure the domain
      * keeps the registration until it closes */
-    memh   = params->memh;
     status = gpumem_reg_view_release(&memh->view);
     ucs_free(memh);
     return status;
@@ -470,6 +534,8 @@ static void uct_gpumem_ib_md_close(uct_md_h uct_md)
     uct_gpumem_ib_md_t *md = ucs_derived_of(uct_md, uct_gpumem_ib_md_t);
     int ret;
 
+    uct_gpumem_ib_rcache_cleanup(md);
+    uct_gpumem_ib_mr_unwatch_frees(md);
     gpumem_reg_domain_cleanup(&md->domain);
 
     ret = ibv_dealloc_pd(md->pd);
@@ -612,9 +678,22 @@ uct_gpumem_ib_md_open(uct_component_t *component, const char *md_name,
     md->super.ops            = &uct_gpumem_ib_md_ops;
     md->super.component      = component;
     uct_gpumem_ib_md_open_gpus(md);
-    *md_p                    = &md->super;
+    if (md->gpus != NULL) {
+        uct_gpumem_ib_mr_watch_frees(md);
+    }
+
+    status = uct_gpumem_ib_rcache_init(md, md_config->enable_rcache);
+    if (status != UCS_OK) {
+        goto err_close_gpus;
+    }
+
+    *md_p = &md->super;
     return UCS_OK;
 
+err_close_gpus:
+    uct_gpumem_ib_mr_unwatch_frees(md);
+    uct_gpumem_ib_md_close_gpus(md);
+    gpumem_reg_domain_cleanup(&md->domain);
 err_close_device:
     ibv_dealloc_pd(md->pd);
     ibv_close_device(md->context);

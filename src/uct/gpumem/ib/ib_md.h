@@ -13,6 +13,7 @@
 
 #include <uct/base/uct_md.h>
 #include <uct/gpumem/reg/reg.h>
+#include <ucs/memory/rcache.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 
@@ -31,6 +32,8 @@ typedef struct uct_gpumem_ib_md_config {
     unsigned        order;       /* gpumem_reg_order_t of registrations */
     unsigned        device_mem_reg; /* uct_gpumem_ib_device_reg_t: how
                                        device memory is registered */
+    int             enable_rcache;  /* ucs_ternary_auto_value_t: keep
+                                       registrations in a cache */
 } uct_gpumem_ib_md_config_t;
 
 
@@ -64,6 +67,12 @@ typedef struct uct_gpumem_ib_md {
     ucs_list_link_t             mrs;   /* The verbs driver's registrations
                                           (ib_mr.c), those that failed to
                                           deregister included */
+    int                         watches_frees; /* Device memory's free events
+                                                  revoke its registrations */
+
+    /* Registrations through uct_md_mem_reg(), cached by the access they
+     * grant (ib_rcache.c); NULL where they are not cached */
+    ucs_rcache_t                *rcache[GPUMEM_REG_ACCESS_LAST];
 } uct_gpumem_ib_md_t;
 
 
@@ -72,6 +81,8 @@ typedef struct uct_gpumem_ib_md {
  */
 typedef struct uct_gpumem_ib_memh {
     gpumem_reg_view_t view;
+    ucs_rcache_t      *rcache;  /* The cache the handle is a region of, or
+                                   NULL for a handle of its own */
 } uct_gpumem_ib_memh_t;
 
 
@@ -102,6 +113,29 @@ extern const gpumem_reg_ops_t uct_gpumem_ib_reg_ops;
 /* Once the device is closed, which releases what failed to deregister:
  * give back what those registrations held */
 void uct_gpumem_ib_mr_cleanup(uct_gpumem_ib_md_t *md);
+
+/* From now on, until uct_gpumem_ib_mr_unwatch_frees(), device memory about
+ * to be freed (UCM's memory type free events) is no longer reached by the
+ * device: its registrations are taken from the device at once, whoever
+ * still holds them (a registration cache, a handle the application did not
+ * deregister), so that memory allocated again there is never reached
+ * through them */
+void uct_gpumem_ib_mr_watch_frees(uct_gpumem_ib_md_t *md);
+void uct_gpumem_ib_mr_unwatch_frees(uct_gpumem_ib_md_t *md);
+
+
+/**
+ * Register @a length bytes at @a address, device memory of the domain's
+ * GPUs or host memory, into @a view, with the access, order and log level
+ * of @a params (its memory, host_iova and device are set here).
+ *
+ * @return as gpumem_reg_register(), or uct_gpumem_ib_device_mem_open()'s
+ *         refusal of device memory.
+ */
+ucs_status_t uct_gpumem_ib_md_register_range(uct_gpumem_ib_md_t *md,
+                                             uct_gpumem_ib_reg_params_t *params,
+                                             void *address, size_t length,
+                                             gpumem_reg_view_t *view);
 
 
 /**

@@ -14,6 +14,7 @@
 #include "ib_md.h"
 #include "ib_access.h"
 
+#include <ucm/api/ucm.h>
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -26,15 +27,20 @@
 #define UCT_GPUMEM_IB_REASON_MAX  512
 #define UCT_GPUMEM_IB_CALL_MAX    160
 
+/* UCM calls the handlers of an event from the lowest priority up */
+#define UCT_GPUMEM_IB_FREE_EVENT_PRIORITY  -1
+
 
 /**
  * A registration as the verbs driver keeps it: the domain's handle.
  */
 typedef struct uct_gpumem_ib_mr {
-    struct ibv_mr              *ibv_mr;
+    struct ibv_mr              *ibv_mr;  /* NULL once revoked */
     uct_gpumem_ib_device_mem_t *device;  /* Device memory the device may
                                             reach while registered, or
                                             NULL */
+    uint64_t                   address;  /* The bytes as the device names */
+    size_t                     length;   /* them */
     ucs_list_link_t            list;     /* In md->mrs */
 } uct_gpumem_ib_mr_t;
 
@@ -206,6 +212,8 @@ static ucs_status_t uct_gpumem_ib_mr_register(void *arg,
     }
 
     mr->device   = ib_params->device;
+    mr->address  = mr_p->address;
+    mr->length   = mr->ibv_mr->length;
     mr_p->handle = mr;
     pthread_mutex_lock(&md->lock);
     ucs_list_add_tail(&md->mrs, &mr->list);
@@ -228,22 +236,95 @@ static ucs_status_t uct_gpumem_ib_mr_deregister(void *arg,
 {
     uct_gpumem_ib_md_t *md = arg;
     uct_gpumem_ib_mr_t *mr = reg_mr->handle;
-    size_t length          = mr->ibv_mr->length;
     int ret;
 
-    ret = ibv_dereg_mr(mr->ibv_mr);
+    pthread_mutex_lock(&md->lock);
+    /* Revoked: the device no longer reaches it */
+    ret = (mr->ibv_mr == NULL) ? 0 : ibv_dereg_mr(mr->ibv_mr);
     if (ret != 0) {
+        pthread_mutex_unlock(&md->lock);
         ucs_error("gpumem: %s: ibv_dereg_mr(address=0x%" PRIx64 ", length=%zu) "
-                  "failed: %s", md->domain.name, reg_mr->address, length,
+                  "failed: %s", md->domain.name, mr->address, mr->length,
                   strerror(ret));
         return gpumem_reg_status_from_errno(ret);
     }
 
-    pthread_mutex_lock(&md->lock);
     ucs_list_del(&mr->list);
     pthread_mutex_unlock(&md->lock);
     uct_gpumem_ib_mr_destroy(mr);
     return UCS_OK;
+}
+
+/* Device memory at [start, end) is about to be freed: the device stops
+ * reaching it now. What the registrations hold of it (the window, the
+ * GPUs' reference) goes at their deregistration, outside the free. */
+static void uct_gpumem_ib_mr_revoke(uct_gpumem_ib_md_t *md, uint64_t start,
+                                    uint64_t end)
+{
+    uct_gpumem_ib_mr_t *mr;
+    int ret;
+
+    pthread_mutex_lock(&md->lock);
+    ucs_list_for_each(mr, &md->mrs, list) {
+        if ((mr->device == NULL) || (mr->ibv_mr == NULL) ||
+            (mr->address >= end) || ((mr->address + mr->length) <= start)) {
+            continue;
+        }
+
+        ret = ibv_dereg_mr(mr->ibv_mr);
+        if (ret != 0) {
+            ucs_error("gpumem: %s: device memory [0x%" PRIx64 ", +%zu) is "
+                      "being freed, but ibv_dereg_mr() of its registration "
+                      "failed: %s; the device may still reach it",
+                      md->domain.name, mr->address, mr->length,
+                      strerror(ret));
+            continue;
+        }
+
+        mr->ibv_mr = NULL;
+        ucs_debug("gpumem: %s: device memory [0x%" PRIx64 ", +%zu) is being "
+                  "freed: its registration is revoked", md->domain.name,
+                  mr->address, mr->length);
+    }
+    pthread_mutex_unlock(&md->lock);
+}
+
+static void uct_gpumem_ib_mr_freed(ucm_event_type_t UCS_V_UNUSED event_type,
+                                   ucm_event_t *event, void *arg)
+{
+    uint64_t start = (uintptr_t)event->mem_type.address;
+
+    uct_gpumem_ib_mr_revoke(arg, start, start + event->mem_type.size);
+}
+
+void uct_gpumem_ib_mr_watch_frees(uct_gpumem_ib_md_t *md)
+{
+    ucs_status_t status;
+
+    /* Before the registration caches' own handlers, which may keep a
+     * registration until their next call; the plugin dispatches its
+     * allocations' events itself, so nothing is to be installed */
+    status = ucm_set_event_handler(UCM_EVENT_MEM_TYPE_FREE |
+                                   UCM_EVENT_FLAG_NO_INSTALL,
+                                   UCT_GPUMEM_IB_FREE_EVENT_PRIORITY,
+                                   uct_gpumem_ib_mr_freed, md);
+    if (status != UCS_OK) {
+        ucs_warn("gpumem: %s: cannot watch device memory's free events (%s): "
+                 "deregister device memory before freeing it",
+                 md->domain.name, ucs_status_string(status));
+        return;
+    }
+
+    md->watches_frees = 1;
+}
+
+void uct_gpumem_ib_mr_unwatch_frees(uct_gpumem_ib_md_t *md)
+{
+    if (md->watches_frees) {
+        ucm_unset_event_handler(UCM_EVENT_MEM_TYPE_FREE,
+                                uct_gpumem_ib_mr_freed, md);
+        md->watches_frees = 0;
+    }
 }
 
 void uct_gpumem_ib_mr_cleanup(uct_gpumem_ib_md_t *md)

@@ -1,0 +1,48 @@
+/**
+ * gpumem verbs: the registration caches of a memory domain (UCS's rcache):
+ * memory registered again through uct_md_mem_reg() is not registered with
+ * the device again. One cache per access a registration grants, so that a
+ * cached registration never grants more than its caller asked; a range
+ * leaves the caches when its memory is unmapped or its device memory freed
+ * (UCM's events).
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCT_GPUMEM_IB_RCACHE_H_
+#define UCT_GPUMEM_IB_RCACHE_H_
+
+#include "ib_md.h"
+
+BEGIN_C_DECLS
+
+/**
+ * Make the domain's caches, as UCX_GPUMEM_IB_RCACHE says: UCS_YES fails
+ * where they cannot be made, UCS_TRY registers without them then (said at
+ * diag level), UCS_NO makes none.
+ */
+ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md,
+                                       int enable);
+
+
+/* Destroy the domain's caches, deregistering what they hold */
+void uct_gpumem_ib_rcache_cleanup(uct_gpumem_ib_md_t *md);
+
+
+/**
+ * A handle on a cached registration of the page-aligned range around
+ * @a length bytes at @a address, granting @a params' access: the cached
+ * one, or a new one. Give it back with uct_gpumem_ib_rcache_put().
+ */
+ucs_status_t uct_gpumem_ib_rcache_get(uct_gpumem_ib_md_t *md,
+                                      uct_gpumem_ib_reg_params_t *params,
+                                      void *address, size_t length,
+                                      uct_mem_h *memh_p);
+
+
+/* The handle goes; the registration stays cached while its memory does */
+void uct_gpumem_ib_rcache_put(uct_gpumem_ib_memh_t *memh);
+
+END_C_DECLS
+
+#endif
