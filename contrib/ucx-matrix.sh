@@ -270,16 +270,27 @@ run_version() {
 }
 
 # guard_check OLD_BUILD OLD_VERSION PREFIX VERSION: the plugin built against
-# one UCX, preloaded into another, registers nothing and says why
+# one UCX, preloaded into another, registers nothing and says why; a
+# program of gpumem.h's calls linked against it is refused too
 guard_check() {
-    local old=$1 old_version=$2 prefix=$3 version=$4 out
+    local old=$1 old_version=$2 prefix=$3 version=$4 out api
     out=$(shm=$(mktemp -d); UCX_GPUMEM_EMU_SHM_DIR=$shm \
           LD_LIBRARY_PATH=$prefix/lib \
           LD_PRELOAD=$old/src/uct/gpumem/.libs/libuct_gpumem.so \
           "$prefix/bin/ucx_info" -d 2>&1; rm -rf "$shm")
+    api=$(shm=$(mktemp -d); UCX_GPUMEM_EMU_SHM_DIR=$shm \
+          LD_LIBRARY_PATH=$prefix/lib "$old/test/abi/api_refused" 2>&1 &&
+          echo "api: refused"; rm -rf "$shm")
     if echo "$out" | grep -q "not registering: built against UCX $old_version" &&
        ! echo "$out" | grep -q "^# Memory domain: gpumem$"; then
-        echo "guard: the $old_version plugin in UCX $version is refused, saying why"
+        if ! echo "$api" | grep -q "^api: refused$"; then
+            echo "guard: the $old_version plugin in UCX $version is refused," \
+                 "but gpumem.h's calls are NOT: $(echo "$api" | tail -n 2 |
+                                                   tr '\n' ' ')"
+            return 1
+        fi
+        echo "guard: the $old_version plugin in UCX $version is refused," \
+             "saying why, and so are gpumem.h's calls"
         return 0
     fi
     echo "guard: the $old_version plugin in UCX $version is NOT refused"

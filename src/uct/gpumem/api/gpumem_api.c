@@ -13,11 +13,14 @@
 
 #include <gpumem/gpumem.h>
 
+#include <uct/api/version.h>
+#include <uct/gpumem/gpumem_component.h>
 #include <uct/gpumem/gpumem_context.h>
 #include <uct/gpumem/ipc/ipc_stats.h>
 #include <uct/gpumem/rc/rc_stats.h>
 #include <uct/gpumem/mem/gpumem_copy.h>
 #include <ucm/gpumem/ucm_gpumem.h>
+#include <ucs/arch/atomic.h>
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
@@ -87,8 +90,21 @@ static void gpumem_api_atfork_register(void)
  * domain has them open, for the calls to hold (api lock held) */
 static ucs_status_t gpumem_api_context_open(void)
 {
+    static volatile uint32_t refusal_said = 0;
     uct_gpumem_settings_t settings;
     ucs_status_t status;
+
+    /* A plugin built against another UCX must not run: UCX's internal
+     * structs are not the ones it was compiled with */
+    status = uct_gpumem_components_abi_status();
+    if (status != UCS_OK) {
+        ucs_log((ucs_atomic_cswap32(&refusal_said, 0, 1) == 0) ?
+                UCS_LOG_LEVEL_ERROR : UCS_LOG_LEVEL_DEBUG,
+                "gpumem: gpumem.h's calls are refused: the plugin does not "
+                "run in this UCX (it was built against UCX %s; see the line "
+                "that said why when it was loaded)", UCT_VERNO_STRING);
+        return status;
+    }
 
     status = uct_gpumem_settings_read(&settings);
     if (status != UCS_OK) {
