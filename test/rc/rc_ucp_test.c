@@ -2,10 +2,11 @@
  * gpumem tests: two processes move device buffers through UCP over an RDMA
  * transport (gpumem_rc when UCX_TLS allows it), every byte checked: tagged
  * messages both ways, RMA put and get into the peer's device memory, and a
- * put through a key whose memory the peer has unmapped, which must fail
- * with a remote access error reported to the endpoint's error handler:
- * from host memory (access), or from device memory (access-device: a put of
- * max size, which UCP must send zero-copy for the NIC to be refused).
+ * put through a key whose memory the peer has unmapped and freed, which
+ * must fail with a remote access error reported to the endpoint's error
+ * handler: from host memory (access), or from device memory (access-device:
+ * a put of max size, which UCP must send zero-copy for the NIC to be
+ * refused).
  *
  *   rc_ucp_test tag|rma|access|access-device [max size, default 4m]
  *
@@ -283,9 +284,12 @@ static int test_run_tag(test_peer_t *peer, void *device, size_t max_size)
 }
 
 /* Rank 1: maps its device buffer, sends the key, and serves rank 0's
- * commands */
-static int test_serve(test_peer_t *peer, void *device, size_t max_size)
+ * commands; the unmap command frees the buffer too (*device_p is then
+ * NULL): a registration cache may keep the registration of memory that is
+ * only unmapped, by design, but never of memory that is freed */
+static int test_serve(test_peer_t *peer, void **device_p, size_t max_size)
 {
+    void *device = *device_p;
     ucp_mem_map_params_t mparams = {
         .field_mask  = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                        UCP_MEM_MAP_PARAM_FIELD_LENGTH |
@@ -335,9 +339,12 @@ static int test_serve(test_peer_t *peer, void *device, size_t max_size)
             test_device_fill((char*)device + cmd.offset, cmd.size, cmd.seed);
             break;
         case TEST_CMD_UNMAP:
-            status  = ucp_mem_unmap(peer->context, memh);
-            memh    = NULL;
-            verdict = (status == UCS_OK);
+            status    = ucp_mem_unmap(peer->context, memh);
+            memh      = NULL;
+            verdict   = (status == UCS_OK) &&
+                        (gpumem_device_free(device) == 0);
+            device    = NULL;
+            *device_p = NULL;
             break;
         default:
             if (memh != NULL) {
@@ -450,11 +457,11 @@ static int test_run_rma(test_peer_t *peer, void *device, size_t max_size,
          * small device buffers by software emulation, which the peer's CPU
          * writes without a key to refuse */
         errors += !test_command(peer, TEST_CMD_UNMAP, 0, 0, 0);
-        printf("rank 1 unmapped its memory\n");
+        printf("rank 1 unmapped and freed its memory\n");
         status  = access_device ?
                   test_rma(peer, 1, device, max_size, remote, rkey) :
                   test_rma_host(peer, 4096, remote, rkey);
-        printf("put of %zu bytes of %s memory into unmapped memory: %s\n",
+        printf("put of %zu bytes of %s memory into freed memory: %s\n",
                access_device ? max_size : 4096,
                access_device ? "device" : "host", ucs_status_string(status));
         /* A put that succeeded has no failure to wait for */
@@ -462,7 +469,7 @@ static int test_run_rma(test_peer_t *peer, void *device, size_t max_size,
             ucp_worker_progress(peer->worker);
         }
         if (status != UCS_ERR_INVALID_ADDR) {
-            fprintf(stderr, "rc_ucp_test: put into unmapped memory: %s, "
+            fprintf(stderr, "rc_ucp_test: put into freed memory: %s, "
                     "expected %s\n", ucs_status_string(status),
                     ucs_status_string(UCS_ERR_INVALID_ADDR));
             ++errors;
@@ -562,7 +569,7 @@ int main(int argc, char **argv)
         if (!strcmp(mode, "tag")) {
             ret = test_run_tag(&peer, device, max_size);
         } else if (peer.rank == 1) {
-            ret = test_serve(&peer, device, max_size);
+            ret = test_serve(&peer, &device, max_size);
         } else {
             ret = test_run_rma(&peer, device, max_size, access, access_dev);
         }

@@ -43,7 +43,9 @@ run tag timeout -k 5 180 test/rc/rc_ucp_test tag "$max"
 # memory; its new protocols ask the memory type (and print their choice).
 run rma UCX_PROTO_ENABLE=y UCX_PROTO_INFO=y \
     timeout -k 5 180 test/rc/rc_ucp_test rma "$max"
-# The remote access error, with peer failure handling: from host memory
+# The remote access error, with peer failure handling, of a key whose
+# memory the peer unmapped and freed (the domain's cache keeps what is only
+# unmapped; a free takes it from the device): from host memory
 # with the first protocols, and from device memory with the new ones, which
 # put 64 KiB zero-copy on gpumem_rc (smaller device puts they emulate with
 # active messages, which no key guards: README, gpumem_rc)

@@ -47,8 +47,6 @@ static const struct {
 };
 
 static int uct_gpumem_components_registered = 0;
-/* The ABI guard's refusal, or UCS_OK */
-static ucs_status_t uct_gpumem_components_abi_refusal = UCS_OK;
 
 
 /* The registered component of that name, another copy's or this one's */
@@ -65,11 +63,6 @@ static uct_component_t *uct_gpumem_components_find(const char *name)
     return NULL;
 }
 
-
-ucs_status_t uct_gpumem_components_abi_status(void)
-{
-    return uct_gpumem_components_abi_refusal;
-}
 
 ucs_status_t uct_gpumem_components_register(void)
 {
@@ -91,7 +84,6 @@ ucs_status_t uct_gpumem_components_register(void)
 
     status = uct_gpumem_abi_guard();
     if (status != UCS_OK) {
-        uct_gpumem_components_abi_refusal = status;
         return status;
     }
 

@@ -23,14 +23,6 @@ ucs_status_t uct_gpumem_components_register(void);
 
 
 /**
- * Whether the plugin runs in this UCX: UCS_OK, or the ABI guard's refusal
- * (UCS_ERR_UNSUPPORTED, logged when the plugin was loaded), after which no
- * call of the plugin's may run.
- */
-ucs_status_t uct_gpumem_components_abi_status(void);
-
-
-/**
  * Remove the gpumem transports, then components, from UCT (components and
  * transports lists, configuration list). Called when the plugin is unloaded;
  * does nothing when they are not registered.

@@ -315,6 +315,7 @@ TEST_F(ib_device_rdma, device_memory_is_held_while_a_view_of_it_lives) {
  * memory does not reach what is allocated there next */
 TEST_F(ib_device_rdma, freed_memory_is_not_reached_through_a_cached_key) {
     std::vector<uint8_t> back(length, 0xff);
+    const gpumem_reg_region_t *registration;
     gpumem_reg_remote_view_t stale;
     gpumem_reg_local_t local;
     uct_mem_h memh, again;
@@ -322,17 +323,21 @@ TEST_F(ib_device_rdma, freed_memory_is_not_reached_through_a_cached_key) {
     size_t written;
 
     ASSERT_NO_FATAL_FAILURE(open("bar"));
-    ASSERT_TRUE(md()->rcache[GPUMEM_REG_ACCESS_REMOTE] != NULL)
-            << "the domain caches registrations";
+    if (md()->rcache[GPUMEM_REG_ACCESS_REMOTE] == NULL) {
+        GTEST_SKIP() << "the domain could not make its registration cache "
+                        "(UCX's memory events are off)";
+    }
     register_through(m_device_mem, {"registered through the BAR window"},
                      &memh);
     expect_rdma_write_lands(memh, m_device_mem);
-    stale = remote_view(memh);
+    stale        = remote_view(memh);
+    registration = uct_gpumem_ib_memh_view(memh)->region;
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
 
     ASSERT_EQ(UCS_OK, mem_reg(m_device_mem, length, UCT_MD_MEM_ACCESS_ALL,
                               &again));
-    EXPECT_EQ(memh, again) << "registered again: the cached registration";
+    EXPECT_EQ(registration, uct_gpumem_ib_memh_view(again)->region)
+            << "registered again: the cached registration";
     EXPECT_EQ(stale.rkey, remote_view(again).rkey);
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, again));
 

@@ -873,7 +873,7 @@ TEST_F(rc_uct, put_into_local_region_fails_with_remote_access_error) {
  * operation of this side is flushed: the endpoint fails, says why, and its
  * error handler hears it; it is not taken for a cancel of its own */
 TEST_F(rc_uct, a_queue_pair_the_device_failed_fails_its_endpoint) {
-    /* Deregistered at once, not kept in the domain's cache */
+    /* Deregistered at once: a cached registration stays, by design */
     ASSERT_NO_FATAL_FAILURE(open({{"TIMEOUT", "100ms"},
                                   {"RETRY_COUNT", "2"}}, "RCACHE", "no"));
     rc_buffer &local  = alloc(4096, false, 1);
@@ -1012,8 +1012,7 @@ TEST_F(rc_uct, bytes_without_a_key_are_refused) {
 }
 
 TEST_F(rc_uct, unregistered_local_bytes_are_refused) {
-    /* Registrations of the bytes asked, not of the cache's pages */
-    open(settings_t(), "RCACHE", "no");
+    open();
     rc_buffer &local = alloc(4096, false, 1);
     rc_buffer &peer  = alloc(4096, false, 2);
     uct_iov_t io     = iov(local, 0, 4096);

@@ -14,7 +14,7 @@
 #include <gpumem/gpumem.h>
 
 #include <uct/api/version.h>
-#include <uct/gpumem/gpumem_component.h>
+#include <uct/gpumem/compat/gpumem_abi.h>
 #include <uct/gpumem/gpumem_context.h>
 #include <uct/gpumem/ipc/ipc_stats.h>
 #include <uct/gpumem/rc/rc_stats.h>
@@ -96,7 +96,7 @@ static ucs_status_t gpumem_api_context_open(void)
 
     /* A plugin built against another UCX must not run: UCX's internal
      * structs are not the ones it was compiled with */
-    status = uct_gpumem_components_abi_status();
+    status = uct_gpumem_abi_status();
     if (status != UCS_OK) {
         ucs_log((ucs_atomic_cswap32(&refusal_said, 0, 1) == 0) ?
                 UCS_LOG_LEVEL_ERROR : UCS_LOG_LEVEL_DEBUG,

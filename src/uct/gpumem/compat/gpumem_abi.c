@@ -110,7 +110,16 @@ static ucs_status_t uct_gpumem_abi_running_version(unsigned *major,
     return UCS_OK;
 }
 
-ucs_status_t uct_gpumem_abi_guard(void)
+/* The guard's last answer */
+static ucs_status_t uct_gpumem_abi_guard_status = UCS_OK;
+
+
+ucs_status_t uct_gpumem_abi_status(void)
+{
+    return uct_gpumem_abi_guard_status;
+}
+
+static ucs_status_t uct_gpumem_abi_compare(void)
 {
     const uct_gpumem_abi_class_t classes[] = {
         {"uct_iface_t",       uct_iface_t_class.size,       sizeof(uct_iface_t)},
@@ -147,4 +156,10 @@ ucs_status_t uct_gpumem_abi_guard(void)
     }
 
     return status;
+}
+
+ucs_status_t uct_gpumem_abi_guard(void)
+{
+    uct_gpumem_abi_guard_status = uct_gpumem_abi_compare();
+    return uct_gpumem_abi_guard_status;
 }

@@ -62,6 +62,14 @@ ucs_status_t uct_gpumem_abi_check_version(unsigned built_major,
  */
 ucs_status_t uct_gpumem_abi_guard(void);
 
+
+/**
+ * What the guard said when the plugin was loaded: UCS_OK (also where it has
+ * not run), or its refusal, after which no call of the plugin may run: UCX's
+ * structs are not the ones it was compiled with.
+ */
+ucs_status_t uct_gpumem_abi_status(void);
+
 END_C_DECLS
 
 #endif

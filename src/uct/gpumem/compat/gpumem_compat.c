@@ -426,6 +426,7 @@ void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
 
 void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
                                    size_t region_struct_size,
+                                   size_t alignment,
                                    const ucs_rcache_ops_t *ops,
                                    void *context)
 {
@@ -436,8 +437,8 @@ void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
     params->max_size           = SIZE_MAX;
     params->max_unreleased     = SIZE_MAX;
 #ifdef HAVE_UCS_RCACHE_PARAMS_ALIGNMENT
-    params->alignment          = ucs_get_page_size();
-    params->max_alignment      = ucs_get_page_size();
+    params->alignment          = alignment;
+    params->max_alignment      = alignment;
 #endif
     params->region_struct_size = region_struct_size;
     params->ops                = ops;
@@ -445,13 +446,14 @@ void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
 }
 
 ucs_status_t uct_gpumem_rcache_get(ucs_rcache_t *rcache, void *address,
-                                   size_t length, int prot, void *arg,
-                                   ucs_rcache_region_t **region_p)
+                                   size_t length, size_t alignment, int prot,
+                                   void *arg, ucs_rcache_region_t **region_p)
 {
 #ifdef HAVE_UCS_RCACHE_GET_ALIGNMENT
-    return ucs_rcache_get(rcache, address, length, ucs_get_page_size(), prot,
-                          arg, region_p);
+    return ucs_rcache_get(rcache, address, length, alignment, prot, arg,
+                          region_p);
 #else
+    (void)alignment; /* The cache's, given at its creation */
     return ucs_rcache_get(rcache, address, length, prot, arg, region_p);
 #endif
 }

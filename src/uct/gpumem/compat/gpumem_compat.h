@@ -581,20 +581,23 @@ void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
 
 /**
  * Parameters of a cache of regions of @a region_struct_size bytes, aligned
- * to pages, with UCS's defaults for the rest, and @a ops and @a context.
+ * to @a alignment (a power of 2, at most a page), with UCS's defaults for
+ * the rest, and @a ops and @a context.
  */
 void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
                                    size_t region_struct_size,
+                                   size_t alignment,
                                    const ucs_rcache_ops_t *ops,
                                    void *context);
 
 
 /**
- * ucs_rcache_get() of the page-aligned range around the bytes.
+ * ucs_rcache_get() of the range around the bytes aligned to @a alignment,
+ * the cache's.
  */
 ucs_status_t uct_gpumem_rcache_get(ucs_rcache_t *rcache, void *address,
-                                   size_t length, int prot, void *arg,
-                                   ucs_rcache_region_t **region_p);
+                                   size_t length, size_t alignment, int prot,
+                                   void *arg, ucs_rcache_region_t **region_p);
 
 
 #ifdef HAVE_UCS_RCACHE_OPS_MERGE

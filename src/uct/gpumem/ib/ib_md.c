@@ -303,8 +303,8 @@ static ucs_status_t uct_gpumem_ib_mem_reg_flags(uct_md_h uct_md,
     params.super.order     = md->order;
     params.super.log_level = uct_md_reg_log_lvl(flags);
 
-    /* No bytes have no page of the cache's: the registration refuses them */
-    if ((md->rcache[params.super.access] != NULL) && (length > 0)) {
+    if ((md->rcache[params.super.access] != NULL) &&
+        uct_gpumem_ib_rcache_takes(address, length)) {
         return uct_gpumem_ib_rcache_get(md, &params, address, length, memh_p);
     }
 
@@ -658,6 +658,7 @@ uct_gpumem_ib_md_open(uct_component_t *component, const char *md_name,
 
     pthread_mutex_init(&md->lock, NULL);
     ucs_list_head_init(&md->mrs);
+    ucs_list_head_init(&md->device_mrs);
 
     status = uct_gpumem_ib_md_open_device(md, dev_name);
     if (status != UCS_OK) {

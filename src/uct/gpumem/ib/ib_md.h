@@ -63,10 +63,12 @@ typedef struct uct_gpumem_ib_md {
     uct_gpumem_ib_place_t       place;          /* For the process's GPU
                                                    (UCX_GPUMEM_ALLOC_GPU) */
 
-    pthread_mutex_t             lock;  /* Protects mrs */
+    pthread_mutex_t             lock;  /* Protects mrs, device_mrs and their
+                                          registrations' ibv_mr */
     ucs_list_link_t             mrs;   /* The verbs driver's registrations
                                           (ib_mr.c), those that failed to
                                           deregister included */
+    ucs_list_link_t             device_mrs; /* Those of device memory */
     int                         watches_frees; /* Device memory's free events
                                                   revoke its registrations */
 
@@ -77,12 +79,15 @@ typedef struct uct_gpumem_ib_md {
 
 
 /**
- * A memory handle: a view of the whole registration.
+ * A memory handle: a view of the bytes registered, of a registration of
+ * their own or of a cached one that may hold more.
  */
 typedef struct uct_gpumem_ib_memh {
-    gpumem_reg_view_t view;
-    ucs_rcache_t      *rcache;  /* The cache the handle is a region of, or
-                                   NULL for a handle of its own */
+    gpumem_reg_view_t   view;
+    ucs_rcache_t        *rcache;  /* The cache of the registration the view
+                                     is a slice of, or NULL for a
+                                     registration of the handle's own */
+    ucs_rcache_region_t *region;  /* That registration, held */
 } uct_gpumem_ib_memh_t;
 
 

@@ -42,6 +42,8 @@ typedef struct uct_gpumem_ib_mr {
     uint64_t                   address;  /* The bytes as the device names */
     size_t                     length;   /* them */
     ucs_list_link_t            list;     /* In md->mrs */
+    ucs_list_link_t            device_list; /* In md->device_mrs, where it
+                                               registers device memory */
 } uct_gpumem_ib_mr_t;
 
 
@@ -217,6 +219,9 @@ static ucs_status_t uct_gpumem_ib_mr_register(void *arg,
     mr_p->handle = mr;
     pthread_mutex_lock(&md->lock);
     ucs_list_add_tail(&md->mrs, &mr->list);
+    if (mr->device != NULL) {
+        ucs_list_add_tail(&md->device_mrs, &mr->device_list);
+    }
     pthread_mutex_unlock(&md->lock);
     return UCS_OK;
 }
@@ -236,12 +241,20 @@ static ucs_status_t uct_gpumem_ib_mr_deregister(void *arg,
 {
     uct_gpumem_ib_md_t *md = arg;
     uct_gpumem_ib_mr_t *mr = reg_mr->handle;
+    struct ibv_mr *ibv_mr;
     int ret;
 
+    /* Taken from a revocation, which finds it deregistered; NULL where one
+     * revoked it already: the device no longer reaches it */
     pthread_mutex_lock(&md->lock);
-    /* Revoked: the device no longer reaches it */
-    ret = (mr->ibv_mr == NULL) ? 0 : ibv_dereg_mr(mr->ibv_mr);
+    ibv_mr     = mr->ibv_mr;
+    mr->ibv_mr = NULL;
+    pthread_mutex_unlock(&md->lock);
+
+    ret = (ibv_mr == NULL) ? 0 : ibv_dereg_mr(ibv_mr);
     if (ret != 0) {
+        pthread_mutex_lock(&md->lock);
+        mr->ibv_mr = ibv_mr;
         pthread_mutex_unlock(&md->lock);
         ucs_error("gpumem: %s: ibv_dereg_mr(address=0x%" PRIx64 ", length=%zu) "
                   "failed: %s", md->domain.name, mr->address, mr->length,
@@ -249,7 +262,11 @@ static ucs_status_t uct_gpumem_ib_mr_deregister(void *arg,
         return gpumem_reg_status_from_errno(ret);
     }
 
+    pthread_mutex_lock(&md->lock);
     ucs_list_del(&mr->list);
+    if (mr->device != NULL) {
+        ucs_list_del(&mr->device_list);
+    }
     pthread_mutex_unlock(&md->lock);
     uct_gpumem_ib_mr_destroy(mr);
     return UCS_OK;
@@ -265,9 +282,9 @@ static void uct_gpumem_ib_mr_revoke(uct_gpumem_ib_md_t *md, uint64_t start,
     int ret;
 
     pthread_mutex_lock(&md->lock);
-    ucs_list_for_each(mr, &md->mrs, list) {
-        if ((mr->device == NULL) || (mr->ibv_mr == NULL) ||
-            (mr->address >= end) || ((mr->address + mr->length) <= start)) {
+    ucs_list_for_each(mr, &md->device_mrs, device_list) {
+        if ((mr->ibv_mr == NULL) || (mr->address >= end) ||
+            ((mr->address + mr->length) <= start)) {
             continue;
         }
 
@@ -309,7 +326,7 @@ void uct_gpumem_ib_mr_watch_frees(uct_gpumem_ib_md_t *md)
                                    UCT_GPUMEM_IB_FREE_EVENT_PRIORITY,
                                    uct_gpumem_ib_mr_freed, md);
     if (status != UCS_OK) {
-        ucs_warn("gpumem: %s: cannot watch device memory's free events (%s): "
+        ucs_diag("gpumem: %s: cannot watch device memory's free events (%s): "
                  "deregister device memory before freeing it",
                  md->domain.name, ucs_status_string(status));
         return;
@@ -333,6 +350,9 @@ void uct_gpumem_ib_mr_cleanup(uct_gpumem_ib_md_t *md)
 
     ucs_list_for_each_safe(mr, tmp, &md->mrs, list) {
         ucs_list_del(&mr->list);
+        if (mr->device != NULL) {
+            ucs_list_del(&mr->device_list);
+        }
         uct_gpumem_ib_mr_destroy(mr);
     }
 }

@@ -29,10 +29,17 @@ ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md,
 void uct_gpumem_ib_rcache_cleanup(uct_gpumem_ib_md_t *md);
 
 
+/* Whether the caches take these bytes: some, and an aligned range around
+ * them that does not wrap. The rest is registered without them, and
+ * refused naming why. */
+int uct_gpumem_ib_rcache_takes(const void *address, size_t length);
+
+
 /**
- * A handle on a cached registration of the page-aligned range around
- * @a length bytes at @a address, granting @a params' access: the cached
- * one, or a new one. Give it back with uct_gpumem_ib_rcache_put().
+ * A handle on @a length bytes at @a address of a cached registration of
+ * the aligned range around them, granting @a params' access: the cached
+ * one, or a new one. The handle is a view of those bytes alone: a peer's
+ * key of it reaches no more. Give it back with uct_gpumem_ib_rcache_put().
  */
 ucs_status_t uct_gpumem_ib_rcache_get(uct_gpumem_ib_md_t *md,
                                       uct_gpumem_ib_reg_params_t *params,
