@@ -278,8 +278,11 @@ guard_check() {
           LD_LIBRARY_PATH=$prefix/lib \
           LD_PRELOAD=$old/src/uct/gpumem/.libs/libuct_gpumem.so \
           "$prefix/bin/ucx_info" -d 2>&1; rm -rf "$shm")
+    # The program itself, not libtool's wrapper, which puts the UCX it was
+    # built against first on LD_LIBRARY_PATH
     api=$(shm=$(mktemp -d); UCX_GPUMEM_EMU_SHM_DIR=$shm \
-          LD_LIBRARY_PATH=$prefix/lib "$old/test/abi/api_refused" 2>&1 &&
+          LD_LIBRARY_PATH=$prefix/lib:$old/src/uct/gpumem/.libs \
+          "$old/test/abi/.libs/api_refused" 2>&1 &&
           echo "api: refused"; rm -rf "$shm")
     if echo "$out" | grep -q "not registering: built against UCX $old_version" &&
        ! echo "$out" | grep -q "^# Memory domain: gpumem$"; then
