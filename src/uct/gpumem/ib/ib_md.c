@@ -220,10 +220,8 @@ static ucs_status_t uct_gpumem_ib_md_query_attr(uct_md_h uct_md,
 UCT_GPUMEM_MD_QUERY_DEFINE(uct_gpumem_ib_md_query,
                            uct_gpumem_ib_md_query_attr)
 
-/* A handle of its own, not cached: its view is the caller's to fill */
-static uct_gpumem_ib_memh_t *
-uct_gpumem_ib_memh_alloc(const uct_gpumem_ib_md_t *md,
-                         ucs_log_level_t log_level)
+uct_gpumem_ib_memh_t *uct_gpumem_ib_memh_alloc(const uct_gpumem_ib_md_t *md,
+                                               ucs_log_level_t log_level)
 {
     uct_gpumem_ib_memh_t *memh;
 
@@ -235,6 +233,7 @@ uct_gpumem_ib_memh_alloc(const uct_gpumem_ib_md_t *md,
     }
 
     memh->rcache = NULL;
+    memh->region = NULL;
     return memh;
 }
 

@@ -130,6 +130,14 @@ void uct_gpumem_ib_mr_unwatch_frees(uct_gpumem_ib_md_t *md);
 
 
 /**
+ * A memory handle, not cached (NULL, logged at @a log_level, where there is
+ * no memory for it): its view is the caller's to fill.
+ */
+uct_gpumem_ib_memh_t *uct_gpumem_ib_memh_alloc(const uct_gpumem_ib_md_t *md,
+                                               ucs_log_level_t log_level);
+
+
+/**
  * Register @a length bytes at @a address, device memory of the domain's
  * GPUs or host memory, into @a view, with the access, order and log level
  * of @a params (its memory, host_iova and device are set here).

@@ -174,10 +174,8 @@ ucs_status_t uct_gpumem_ib_rcache_get(uct_gpumem_ib_md_t *md,
     uct_gpumem_ib_memh_t *memh;
     ucs_status_t status;
 
-    memh = ucs_malloc(sizeof(*memh), "gpumem_ib_memh");
+    memh = uct_gpumem_ib_memh_alloc(md, params->super.log_level);
     if (memh == NULL) {
-        ucs_log(params->super.log_level, "gpumem: %s: failed to allocate a "
-                "memory handle", md->domain.name);
         return UCS_ERR_NO_MEMORY;
     }
 
