@@ -389,12 +389,13 @@ void uct_gpumem_iface_set_perf(uct_gpumem_iface_t *iface, double bandwidth,
 {
     uct_gpumem_iface_perf_t *perf = &iface->config.perf;
 
-    perf->bandwidth = UCS_CONFIG_DBL_IS_AUTO(bandwidth) ? dflt_bandwidth :
-                      bandwidth;
-    perf->latency   = (latency == UCS_TIME_AUTO) ? dflt_latency :
-                      ucs_time_to_sec(latency);
-    perf->overhead  = overhead;
-    perf->shared    = shared;
+    perf->bandwidth  = UCS_CONFIG_DBL_IS_AUTO(bandwidth) ? dflt_bandwidth :
+                       bandwidth;
+    perf->latency    = (latency == UCS_TIME_AUTO) ? dflt_latency :
+                       ucs_time_to_sec(latency);
+    perf->am_latency = 0;
+    perf->overhead   = overhead;
+    perf->shared     = shared;
 }
 
 ucs_status_t uct_gpumem_iface_estimate_perf(uct_iface_h tl_iface,

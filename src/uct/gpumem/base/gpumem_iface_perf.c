@@ -15,10 +15,23 @@
 #include <stdint.h>
 
 
+static double uct_gpumem_iface_perf_am_latency(const uct_gpumem_iface_perf_t *perf)
+{
+    return (perf->am_latency > 0) ? perf->am_latency : perf->latency;
+}
+
+static int uct_gpumem_iface_perf_is_am(uct_ep_operation_t op)
+{
+    return (op == UCT_EP_OP_AM_SHORT) || (op == UCT_EP_OP_AM_BCOPY) ||
+           (op == UCT_EP_OP_AM_ZCOPY);
+}
+
 void uct_gpumem_iface_perf_attr(const uct_gpumem_iface_perf_t *perf,
                                 uct_iface_attr_t *iface_attr)
 {
-    iface_attr->latency             = ucs_linear_func_make(perf->latency, 0);
+    iface_attr->latency             = ucs_linear_func_make(
+                                          uct_gpumem_iface_perf_am_latency(perf),
+                                          0);
     iface_attr->bandwidth.dedicated = perf->shared ? 0 : perf->bandwidth;
     iface_attr->bandwidth.shared    = perf->shared ? perf->bandwidth : 0;
     iface_attr->overhead            = perf->overhead;
@@ -48,7 +61,10 @@ void uct_gpumem_iface_perf_estimate(const uct_gpumem_iface_perf_t *perf,
         perf_attr->recv_overhead = 0;
     }
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
-        perf_attr->latency = ucs_linear_func_make(perf->latency, 0);
+        perf_attr->latency = ucs_linear_func_make(
+                ((perf_attr->field_mask & UCT_PERF_ATTR_FIELD_OPERATION) &&
+                 uct_gpumem_iface_perf_is_am(perf_attr->operation)) ?
+                uct_gpumem_iface_perf_am_latency(perf) : perf->latency, 0);
     }
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
         perf_attr->max_inflight_eps = SIZE_MAX;

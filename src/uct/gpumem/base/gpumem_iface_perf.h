@@ -14,18 +14,30 @@ BEGIN_C_DECLS
 
 /**
  * What UCP selects lanes by: one line of latency, bandwidth and the CPU's
- * overhead per operation, the same for every operation of the interface.
+ * overhead per operation, the same for every operation of the interface but
+ * for the latency of its active messages where they have their own path.
  */
 typedef struct uct_gpumem_iface_perf {
     double bandwidth;  /* Bytes per second */
-    double latency;    /* Seconds */
+    double latency;    /* Seconds a copy or RDMA operation of a few bytes
+                          takes */
+    double am_latency; /* Seconds an active message takes where it does not
+                          go the way of the copies (a receive FIFO in shared
+                          memory); 0: the same as latency */
     double overhead;   /* Seconds of the sender's CPU per operation */
     int    shared;     /* The bandwidth is shared by the machine's processes
                           (an engine or bus they all use), else dedicated */
 } uct_gpumem_iface_perf_t;
 
 
-/* Fill the estimates of uct_iface_query() */
+/*
+ * Fill the estimates of uct_iface_query(). Its one latency is the active
+ * messages': that is what UCP's protocols of UCX 1.13 read for the messages
+ * of a rendezvous and for its transfer alike, comparing it with eager
+ * messages without their copies to and from the GPU (where each pays the
+ * engine's start at least as often as the transfer). Versions that ask per
+ * operation (uct_iface_estimate_perf) get each operation's.
+ */
 void uct_gpumem_iface_perf_attr(const uct_gpumem_iface_perf_t *perf,
                                 uct_iface_attr_t *iface_attr);
 

@@ -34,6 +34,10 @@
 #define UCT_GPUMEM_IPC_LOG_OTHER_MACHINE  UCS_BIT(63)
 #define UCT_GPUMEM_IPC_LOG_OTHER_USER     UCS_BIT(62)
 
+/* An active message: a slot of the peer's receive FIFO written and its
+ * sequence published, read in order; as posix's FIFO (UCX's mm: 80 ns) */
+#define UCT_GPUMEM_IPC_AM_LATENCY  80e-9
+
 
 static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
     {"", "", NULL,
@@ -53,7 +57,10 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
      "Time UCP expects a copy of a few bytes to take. auto: by the topology,\n"
      "as BW: 1.5us over a fabric, 2us through a PCIe switch, 2.5us through a\n"
      "host bridge, 3us across host bridges, 4us across sockets, 1us within\n"
-     "the same GPU.",
+     "the same GPU. UCP versions that ask each operation's latency read it for\n"
+     "the copies; the interface's one latency is its active messages' (of the\n"
+     "order of posix's), which the protocols of UCX 1.13 read for rendezvous\n"
+     "transfers too, as they leave out the copies of eager device messages.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, latency),
      UCT_GPUMEM_CONFIG_TYPE_LATENCY},
 
@@ -412,6 +419,7 @@ uct_gpumem_ipc_iface_set_estimates(uct_gpumem_ipc_iface_t *self,
     uct_gpumem_iface_set_perf(&self->super, config->bandwidth, config->latency,
                               config->overhead, self->path.bandwidth,
                               self->path.latency, 1);
+    self->super.config.perf.am_latency = UCT_GPUMEM_IPC_AM_LATENCY;
     ucs_debug("gpumemipc: iface %p of GPU %u: %s path, %.0f MB/s, %.2f us",
               self, self->md->gpu, self->path.name,
               perf->bandwidth / UCS_MBYTE, perf->latency * UCS_USEC_PER_SEC);

@@ -901,8 +901,9 @@ uct_gpumem_rc_iface_perf_init(uct_gpumem_rc_iface_t *iface,
     int bw_auto = UCS_CONFIG_DBL_IS_AUTO(config->bandwidth);
     double bandwidth;
 
-    iface->config.perf.latency   = config->latency;
-    iface->config.perf.overhead  = config->overhead;
+    iface->config.perf.latency    = config->latency;
+    iface->config.perf.am_latency = 0;
+    iface->config.perf.overhead   = config->overhead;
     iface->config.perf.shared    = 0;
     iface->config.perf.bandwidth = bw_auto ?
                                    uct_gpumem_rc_port_bandwidth(
