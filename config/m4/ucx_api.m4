@@ -177,6 +177,9 @@ AC_DEFUN([GPUMEM_CHECK_UCX_API], [
     GPUMEM_UCX_PROBE_MEMBER([HAVE_UCS_RCACHE_OPS_MERGE],
         [registration caches call a merge op], gpumem_rcache_h,
         [ucs_rcache_ops_t], [merge])
+    GPUMEM_UCX_PROBE([HAVE_UCS_CONFIG_RCACHE_TABLE],
+        [has UCS's table of registration cache settings], gpumem_rcache_h,
+        [ucs_rcache_config_t c; (void)ucs_config_rcache_table; (void)c;])
 
     dnl UCM memory type events
     GPUMEM_UCX_PROBE([HAVE_UCM_MEM_TYPE_EVENT_SYS_DEV],

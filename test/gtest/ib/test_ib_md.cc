@@ -415,6 +415,50 @@ TEST_F(ib_md, without_the_cache_each_registration_is_the_devices) {
     EXPECT_EQ(0u, ib_md_num_mrs(md())) << "deregistered at once";
 }
 
+/* The cache's settings are UCX's RCACHE_ ones under the domain's prefix:
+ * its regions' alignment (a page by default, never more), a lookup's cost,
+ * and a bad alignment refused, saying which setting */
+TEST_F(ib_md, cache_settings_are_read_under_the_domains_prefix) {
+    uintptr_t inner = (uintptr_t)m_buffer + 4096 + 100;
+    uct_md_attr_t attr;
+    uct_mem_h memh;
+
+    ASSERT_EQ(UCS_OK, mem_reg((void*)inner, 8000, UCT_MD_MEM_ACCESS_ALL,
+                              &memh));
+    EXPECT_EQ(inner & ~4095ul, ib_md_registration(memh)->host_start)
+            << "a page by default";
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
+    EXPECT_NEAR(180e-9, attr.reg_cost.c, 1e-12);
+
+    uct_md_close(m_md);
+    m_md = NULL;
+    ASSERT_NO_FATAL_FAILURE(open_md("RCACHE_ADDR_ALIGN", "64"));
+    ASSERT_EQ(UCS_OK, mem_reg((void*)inner, 8000, UCT_MD_MEM_ACCESS_ALL,
+                              &memh));
+    EXPECT_EQ(inner & ~63ul, ib_md_registration(memh)->host_start);
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+
+    uct_md_close(m_md);
+    m_md = NULL;
+    ASSERT_NO_FATAL_FAILURE(open_md("RCACHE_OVERHEAD", "1us"));
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
+    EXPECT_NEAR(1e-6, attr.reg_cost.c, 1e-12);
+
+    uct_md_close(m_md);
+    m_md = NULL;
+    ASSERT_EQ(UCS_OK, gpumem_test::config_modify(m_config, "GPUMEM_IB_",
+                                                 "RCACHE_ADDR_ALIGN", "48"));
+    char md_name[UCT_MD_NAME_MAX];
+    ASSERT_EQ(UCS_OK, uct_gpumem_ib_md_name(m_device.c_str(), md_name,
+                                            sizeof(md_name)));
+    log_capture capture(UCS_LOG_LEVEL_ERROR);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_md_open(m_component, md_name, m_config, &m_md));
+    m_md = NULL;
+    capture.expect("UCX_GPUMEM_IB_RCACHE_ADDR_ALIGN=48 is not a power of 2");
+}
+
 /* A registration cached for one access is never handed to a caller that
  * asked for less */
 TEST_F(ib_md, cached_registrations_grant_the_access_asked) {

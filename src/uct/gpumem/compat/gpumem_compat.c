@@ -425,17 +425,21 @@ void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
 
 
 void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
+                                   const uct_gpumem_rcache_config_t *config,
                                    size_t region_struct_size,
                                    size_t alignment,
                                    const ucs_rcache_ops_t *ops,
                                    void *context)
 {
-    /* UCS's defaults (ucs_rcache_set_default_params() from UCX 1.16) */
+    /* As ucs_rcache_set_params() (UCX 1.16) and uct_md_set_rcache_params()
+     * (1.13) fill them, but for the alignment, the caller's */
     memset(params, 0, sizeof(*params));
-    params->ucm_event_priority = 1000;
-    params->max_regions        = ULONG_MAX;
-    params->max_size           = SIZE_MAX;
-    params->max_unreleased     = SIZE_MAX;
+    params->ucm_event_priority = config->event_prio;
+    params->max_regions        = config->max_regions;
+    params->max_size           = config->max_size;
+    params->max_unreleased     = config->max_unreleased;
+    params->flags              = config->purge_on_fork ?
+                                 UCS_RCACHE_FLAG_PURGE_ON_FORK : 0;
 #ifdef HAVE_UCS_RCACHE_PARAMS_ALIGNMENT
     params->alignment          = alignment;
     params->max_alignment      = alignment;

@@ -576,15 +576,25 @@ void uct_gpumem_topo_set_device_name(ucs_sys_device_t sys_dev,
 /*
  * Registration caches (UCS's rcache): created with an alignment until UCX
  * 1.17, asked for one at each lookup since; a merge op called without a NULL
- * check from UCX 1.18.
+ * check from UCX 1.18. Their settings (RCACHE_MAX_REGIONS, ...) are a
+ * domain's table until UCX 1.15 (uct_md_config_rcache_table), UCS's since
+ * (ucs_config_rcache_table), of the same fields.
  */
+#ifdef HAVE_UCS_CONFIG_RCACHE_TABLE
+typedef ucs_rcache_config_t uct_gpumem_rcache_config_t;
+#  define UCT_GPUMEM_RCACHE_CONFIG_TABLE ucs_config_rcache_table
+#else
+typedef uct_md_rcache_config_t uct_gpumem_rcache_config_t;
+#  define UCT_GPUMEM_RCACHE_CONFIG_TABLE uct_md_config_rcache_table
+#endif
 
 /**
  * Parameters of a cache of regions of @a region_struct_size bytes, aligned
- * to @a alignment (a power of 2, at most a page), with UCS's defaults for
- * the rest, and @a ops and @a context.
+ * to @a alignment (a power of 2, at most a page), with @a config's limits,
+ * event priority and fork behaviour, and @a ops and @a context.
  */
 void uct_gpumem_rcache_params_init(ucs_rcache_params_t *params,
+                                   const uct_gpumem_rcache_config_t *config,
                                    size_t region_struct_size,
                                    size_t alignment,
                                    const ucs_rcache_ops_t *ops,

@@ -30,10 +30,6 @@
 #define UCT_GPUMEM_IB_REG_OVERHEAD  16e-6
 #define UCT_GPUMEM_IB_REG_GROWTH    0.06e-9
 
-/* A lookup in the registration cache, as UCX estimates its own
- * (UCX_RCACHE_OVERHEAD=auto) */
-#define UCT_GPUMEM_IB_RCACHE_OVERHEAD  180e-9
-
 
 /* In the order of gpumem_reg_access_t and gpumem_reg_order_t */
 static const char *uct_gpumem_ib_access_names[] = {
@@ -102,9 +98,16 @@ static ucs_config_field_t uct_gpumem_ib_md_config_table[] = {
      "and ends when its memory is unmapped or, for device memory, freed: the\n"
      "device stops reaching freed device memory before the memory goes,\n"
      "cached or not. dma-bufs registered with uct_gpumem_ib_mem_reg_memory()\n"
-     "are never cached.",
+     "are never cached. The RCACHE_ settings below are the cache's; its\n"
+     "regions are aligned to RCACHE_ADDR_ALIGN, at most the smaller of a host\n"
+     "page and a GPU page, so that a region lies in the mapping and the\n"
+     "allocation of its memory.",
      ucs_offsetof(uct_gpumem_ib_md_config_t, enable_rcache),
      UCS_CONFIG_TYPE_TERNARY},
+
+    {"", "RCACHE_ADDR_ALIGN=4096;RCACHE_MAX_UNRELEASED=512M", NULL,
+     ucs_offsetof(uct_gpumem_ib_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(UCT_GPUMEM_RCACHE_CONFIG_TABLE)},
 
     {NULL}
 };
@@ -209,8 +212,7 @@ static ucs_status_t uct_gpumem_ib_md_query_attr(uct_md_h uct_md,
     md_attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->rkey_packed_size = GPUMEM_REG_WIRE_SIZE;
     md_attr->reg_cost         = (md->rcache[0] != NULL) ?
-                                ucs_linear_func_make(
-                                            UCT_GPUMEM_IB_RCACHE_OVERHEAD, 0) :
+                                ucs_linear_func_make(md->rcache_overhead, 0) :
                                 ucs_linear_func_make(
                                             UCT_GPUMEM_IB_REG_OVERHEAD,
                                             UCT_GPUMEM_IB_REG_GROWTH);
@@ -682,7 +684,8 @@ uct_gpumem_ib_md_open(uct_component_t *component, const char *md_name,
         uct_gpumem_ib_mr_watch_frees(md);
     }
 
-    status = uct_gpumem_ib_rcache_init(md, md_config->enable_rcache);
+    status = uct_gpumem_ib_rcache_init(md, md_config->enable_rcache,
+                                       &md_config->rcache);
     if (status != UCS_OK) {
         goto err_close_gpus;
     }

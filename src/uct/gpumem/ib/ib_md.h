@@ -12,6 +12,7 @@
 #include "ib_place.h"
 
 #include <uct/base/uct_md.h>
+#include <uct/gpumem/compat/gpumem_compat.h>
 #include <uct/gpumem/reg/reg.h>
 #include <ucs/memory/rcache.h>
 #include <infiniband/verbs.h>
@@ -34,6 +35,7 @@ typedef struct uct_gpumem_ib_md_config {
                                        device memory is registered */
     int             enable_rcache;  /* ucs_ternary_auto_value_t: keep
                                        registrations in a cache */
+    uct_gpumem_rcache_config_t rcache; /* The cache's settings */
 } uct_gpumem_ib_md_config_t;
 
 
@@ -75,6 +77,8 @@ typedef struct uct_gpumem_ib_md {
     /* Registrations through uct_md_mem_reg(), cached by the access they
      * grant (ib_rcache.c); NULL where they are not cached */
     ucs_rcache_t                *rcache[GPUMEM_REG_ACCESS_LAST];
+    size_t                      rcache_align;    /* Of the caches' regions */
+    double                      rcache_overhead; /* A lookup's, seconds */
 } uct_gpumem_ib_md_t;
 
 

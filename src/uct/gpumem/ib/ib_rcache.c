@@ -17,20 +17,20 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/mman.h>
 
 
-/* Regions of the caches: a multiple of the smallest page of host memory
- * and of GPU memory, so that a region of device memory lies in the
- * allocation of its bytes */
-#define UCT_GPUMEM_IB_RCACHE_ALIGN \
+/* The most a region of the caches is aligned to: the smallest page of host
+ * memory and of GPU memory, so that a region lies in the mapping of its
+ * bytes and, for device memory, in their allocation */
+#define UCT_GPUMEM_IB_RCACHE_ALIGN_MAX \
     ucs_min(ucs_get_page_size(), GPUMEM_PAGE_SIZE)
 
-/* Memory freed or unmapped is deregistered by UCS's thread once this much
- * waits, as UCX's domains do by default (UCX_RCACHE_MAX_UNRELEASED) */
-#define UCT_GPUMEM_IB_RCACHE_MAX_UNRELEASED  (512ul << 20)
+/* A lookup in a cache, as UCX estimates its own (RCACHE_OVERHEAD=auto) */
+#define UCT_GPUMEM_IB_RCACHE_OVERHEAD  180e-9
 
 
 /* A cached registration: a view of all of it, of which each caller's
@@ -98,7 +98,33 @@ static const ucs_rcache_ops_t uct_gpumem_ib_rcache_ops = {
     .dump_region = uct_gpumem_ib_rcache_dump_region
 };
 
-ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md, int enable)
+/* The alignment of the caches' regions: the setting's, at most the most
+ * they may have */
+static ucs_status_t
+uct_gpumem_ib_rcache_align(uct_gpumem_ib_md_t *md,
+                           const uct_gpumem_rcache_config_t *config)
+{
+    if (!ucs_is_pow2(config->alignment) ||
+        (config->alignment < UCS_PGT_ADDR_ALIGN)) {
+        ucs_error("gpumem: %s: UCX_GPUMEM_IB_RCACHE_ADDR_ALIGN=%zu is not a "
+                  "power of 2 of at least %d", md->domain.name,
+                  (size_t)config->alignment, (int)UCS_PGT_ADDR_ALIGN);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    md->rcache_align = ucs_min(config->alignment,
+                               UCT_GPUMEM_IB_RCACHE_ALIGN_MAX);
+    if (md->rcache_align < config->alignment) {
+        ucs_diag("gpumem: %s: the registration cache aligns its regions to "
+                 "%zu bytes, not UCX_GPUMEM_IB_RCACHE_ADDR_ALIGN=%zu: more "
+                 "could reach past their memory", md->domain.name,
+                 md->rcache_align, (size_t)config->alignment);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md, int enable,
+                                       const uct_gpumem_rcache_config_t *config)
 {
     char name[GPUMEM_REG_DEVICE_NAME_MAX + 32];
     ucs_rcache_params_t params;
@@ -109,16 +135,21 @@ ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md, int enable)
         return UCS_OK;
     }
 
-    uct_gpumem_rcache_params_init(&params,
+    status = uct_gpumem_ib_rcache_align(md, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    md->rcache_overhead = (config->overhead == UCS_TIME_AUTO) ?
+                          UCT_GPUMEM_IB_RCACHE_OVERHEAD :
+                          ucs_time_to_sec(config->overhead);
+    uct_gpumem_rcache_params_init(&params, config,
                                   sizeof(uct_gpumem_ib_rcache_region_t),
-                                  UCT_GPUMEM_IB_RCACHE_ALIGN,
+                                  md->rcache_align,
                                   &uct_gpumem_ib_rcache_ops, md);
-    params.ucm_events     = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
-    params.max_unreleased = UCT_GPUMEM_IB_RCACHE_MAX_UNRELEASED;
-    /* Device memory has no page frames to check; a child of a fork has
-     * none of the registrations, as UCX's own domains purge theirs */
-    params.flags      = UCS_RCACHE_FLAG_NO_PFN_CHECK |
-                        UCS_RCACHE_FLAG_PURGE_ON_FORK;
+    params.ucm_events  = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
+    /* Device memory has no page frames to check */
+    params.flags      |= UCS_RCACHE_FLAG_NO_PFN_CHECK;
 
     for (access = 0; access < GPUMEM_REG_ACCESS_LAST; ++access) {
         snprintf(name, sizeof(name), "%s_%s", md->domain.name,
@@ -160,7 +191,7 @@ int uct_gpumem_ib_rcache_takes(const void *address, size_t length)
 {
     return (length > 0) &&
            ((uintptr_t)address <= (UINTPTR_MAX - length -
-                                   UCT_GPUMEM_IB_RCACHE_ALIGN));
+                                   UCT_GPUMEM_IB_RCACHE_ALIGN_MAX));
 }
 
 ucs_status_t uct_gpumem_ib_rcache_get(uct_gpumem_ib_md_t *md,
@@ -179,8 +210,7 @@ ucs_status_t uct_gpumem_ib_rcache_get(uct_gpumem_ib_md_t *md,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gpumem_rcache_get(rcache, address, length,
-                                   UCT_GPUMEM_IB_RCACHE_ALIGN,
+    status = uct_gpumem_rcache_get(rcache, address, length, md->rcache_align,
                                    PROT_READ | PROT_WRITE, params, &rregion);
     if (status != UCS_OK) {
         goto err_free;

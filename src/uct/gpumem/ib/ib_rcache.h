@@ -19,10 +19,11 @@ BEGIN_C_DECLS
 /**
  * Make the domain's caches, as UCX_GPUMEM_IB_RCACHE says: UCS_YES fails
  * where they cannot be made, UCS_TRY registers without them then (said at
- * diag level), UCS_NO makes none.
+ * diag level), UCS_NO makes none; with the settings @a config
+ * (UCX_GPUMEM_IB_RCACHE_*), of which a bad alignment is an error.
  */
-ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md,
-                                       int enable);
+ucs_status_t uct_gpumem_ib_rcache_init(uct_gpumem_ib_md_t *md, int enable,
+                                       const uct_gpumem_rcache_config_t *config);
 
 
 /* Destroy the domain's caches, deregistering what they hold */
