@@ -16,6 +16,7 @@
 #endif
 
 #include "emu_state.h"
+#include <uct/gpumem/util/gpumem_proc.h>
 
 #include <ucs/debug/memtrack_int.h>
 #include <string.h>
@@ -67,7 +68,7 @@ ucs_status_t gpumem_emu_mem_export(gpumem_driver_mem_t *dmem, void *buf,
     handle.version    = GPUMEM_EMU_HANDLE_VERSION;
     handle.length     = sizeof(handle);
     handle.uid        = geteuid();
-    handle.pid        = getpid();
+    handle.pid        = gpumem_proc_pid();
     handle.machine    = gpu->driver->machine_hash;
     handle.pci_domain = gpu->reach.addr.domain;
     handle.pci_bus    = gpu->reach.addr.bus;

@@ -77,9 +77,10 @@ static int gpumem_emu_proc_stat(pid_t pid, char *state_p, uint64_t *start_p)
 }
 
 /*
- * Whether an attached process still lives. kill() tells a dead pid; the
- * thorough check also tells a zombie and a pid that another process took,
- * at the price of reading /proc.
+ * Whether an attached process still lives, known by its pid as /proc names
+ * it (gpumem_proc.h: also from another PID namespace). kill() or /proc
+ * tells a dead pid; the thorough check also tells a zombie and a pid that
+ * another process took, at the price of reading /proc.
  */
 static int gpumem_emu_proc_is_alive(const gpumem_emu_proc_t *proc,
                                     int thorough)
@@ -125,7 +126,7 @@ static void gpumem_emu_state_begin_write(gpumem_emu_gpu_t *gpu)
     if (state->writer != 0) {
         gpu->recovery->repair(gpu, state->writer);
     }
-    state->writer = getpid();
+    state->writer = gpumem_proc_pid();
 }
 
 void gpumem_emu_state_lock(gpumem_emu_gpu_t *gpu)
@@ -140,7 +141,7 @@ void gpumem_emu_state_lock(gpumem_emu_gpu_t *gpu)
  * finds nothing half-done to repair */
 static void gpumem_emu_state_end_write(gpumem_emu_gpu_t *gpu)
 {
-    if ((gpu->state != NULL) && (gpu->state->writer == getpid())) {
+    if ((gpu->state != NULL) && (gpu->state->writer == gpumem_proc_pid())) {
         gpu->state->writer = 0;
     }
 }
@@ -346,10 +347,10 @@ static ucs_status_t gpumem_emu_state_take_slot(gpumem_emu_gpu_t *gpu)
             continue;
         }
 
-        if (gpumem_emu_proc_stat(getpid(), &state, &start) != 0) {
+        if (gpumem_emu_proc_stat(gpumem_proc_pid(), &state, &start) != 0) {
             start = 0;
         }
-        proc->pid        = getpid();
+        proc->pid        = gpumem_proc_pid();
         proc->vram_fd    = gpu->vram_fd;
         proc->start_time = start;
         gpu->proc_slot   = slot;
@@ -606,7 +607,7 @@ static void UCS_F_DTOR gpumem_emu_state_exit(void)
     ucs_list_for_each(gpu, &gpumem_emu_state_attached, attached) {
         /* The child of a fork shares its parent's lock and slot */
         if ((gpu->state == NULL) || (gpu->proc_slot == GPUMEM_EMU_NO_SLOT) ||
-            (gpu->state->procs[gpu->proc_slot].pid != getpid())) {
+            (gpu->state->procs[gpu->proc_slot].pid != gpumem_proc_pid())) {
             continue;
         }
 

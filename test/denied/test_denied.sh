@@ -7,6 +7,11 @@
 #     may take a process's descriptors and sibling ranks may not; the ranks
 #     run without CAP_SYS_PTRACE, which lets root past it. Needs a kernel
 #     with Yama and root: make check-vm runs it in the soft-RoCE VM.
+#   pidns: each rank in a PID namespace of its own (unshare --pid --fork),
+#     sharing the rest and /proc: each is process 1 to itself, and known to
+#     the other, and to the emulated GPUs' shared state, by its pid in
+#     /proc. Then a job without the setting must run on the same state, as
+#     the ranks left it. Needs root.
 # Two ranks of Open MPI over pml ucx ping-pong device buffers from
 # gpumem_device_malloc, every byte checked.
 #   - emu driver: the peer's memory is opened by path, not taken by pidfd:
@@ -39,8 +44,13 @@ failed=0
 driver=$UCX_GPUMEM_DRIVER
 what="device buffers under $setting ($driver driver)"
 
-# The setting's commands before mpirun, and what a rank says of it
+# The setting's commands before mpirun and before each rank, and what a
+# rank says of it
 unreachable_env=()
+rank_tls=posix,gpumemcpy,gpumemipc
+setting_tls=$rank_tls
+rank_under=()
+setting_rank_under=()
 case $setting in
 seccomp)
     under=("$deny" pidfd_getfd)
@@ -58,6 +68,17 @@ yama)
     unreachable_env=(-x UCX_MODULES=^cma)
     if [ ! -w "$yama" ]; then
         echo "SKIP: $what: no Yama here, or not root ($yama)"
+        exit 0
+    fi
+    ;;
+pidns)
+    under=()
+    setting_rank_under=(unshare --pid --fork)
+    # UCX's posix transport refuses a peer of another PID namespace (its
+    # own rule): tcp carries the messages
+    setting_tls=tcp,gpumemcpy,gpumemipc
+    if ! unshare --pid --fork true 2>"$work/why"; then
+        echo "SKIP: $what: no PID namespace here ($(cat "$work/why"))"
         exit 0
     fi
     ;;
@@ -84,10 +105,11 @@ run() {
     timeout -k 10 300 "$@" mpirun --allow-run-as-root -np 2 \
         ${mpi_env[@]+"${mpi_env[@]}"} \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-        --mca btl self -x UCX_TLS=posix,gpumemcpy,gpumemipc \
+        --mca btl self -x UCX_TLS=$rank_tls \
         -x UCX_GPUMEM_EMU_SHM_DIR -x UCX_GPUMEM_EMU_VRAM_SIZE \
         -x UCX_GPUMEM_DRIVER -x LD_LIBRARY_PATH \
         -x LD_PRELOAD="$build/src/uct/gpumem/.libs/libuct_gpumem.so" \
+        ${rank_under[@]+"${rank_under[@]}"} \
         "$build/examples/gpumem_mpi_pingpong" 4m 4 >"$work/$name.log" 2>&1 &&
         grep -q "gpumem_mpi_pingpong: passed, every byte checked" \
             "$work/$name.log"
@@ -124,7 +146,9 @@ if [ "$setting" = yama ]; then
 fi
 
 name=$setting-$driver
-if ! run "$name" "${under[@]}"; then
+rank_under=(${setting_rank_under[@]+"${setting_rank_under[@]}"})
+rank_tls=$setting_tls
+if ! run "$name" ${under[@]+"${under[@]}"}; then
     fail "the ping-pong under $setting ($driver driver)"
 elif ! zero_copy; then
     fail "gpumemipc moved nothing under $setting ($driver driver)"
@@ -140,7 +164,23 @@ fi
 
 name=unreachable-$setting-$driver
 mpi_env=(${unreachable_env[@]+"${unreachable_env[@]}"})
-if [ "$driver" = emu ]; then
+if [ "$setting" = pidns ]; then
+    # Each rank is its own namespace's process 1: what they left in the
+    # emulated GPUs' state names neither as host's process 1, which lives
+    # for ever, and a job after them attaches
+    name=after-$setting-$driver
+    rank_under=()
+    rank_tls=posix,gpumemcpy,gpumemipc
+    if ! run "$name"; then
+        fail "a job after the ranks of separate PID namespaces" \
+             "($driver driver)"
+    elif ! zero_copy; then
+        fail "gpumemipc moved nothing in the job after them ($driver driver)"
+    else
+        echo "PASS: a job after the ranks of separate PID namespaces" \
+             "attaches to their GPUs' state ($driver driver)"
+    fi
+elif [ "$driver" = emu ]; then
     : # Its memory is opened by path: no broker to take away
 elif ! run "$name" "${under[@]}" "$deny" unix_seqpacket; then
     fail "the ping-pong under $setting with the descriptor broker denied" \

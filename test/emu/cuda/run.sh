@@ -6,7 +6,8 @@
 # driver's own tests, the memory domain, copy, IPC and API suites, and
 # ucx_perftest -m cuda,cuda between two processes through gpumemcpy and
 # gpumemipc (test/tools/test_perftest_rma.sh), and MPI ranks whose kernel
-# denies pidfd_getfd (test/denied/test_denied.sh).
+# denies pidfd_getfd, and ranks in PID namespaces of their own
+# (test/denied/test_denied.sh).
 #   run.sh BUILDDIR
 set -u
 build=$1
@@ -53,7 +54,10 @@ if ! bash "$(dirname "$0")/../../tools/test_perftest_rma.sh" "$build"; then
     failed=1
 fi
 
-if ! bash "$(dirname "$0")/../../denied/test_denied.sh" "$build"; then
-    failed=1
-fi
+for setting in seccomp pidns; do
+    if ! bash "$(dirname "$0")/../../denied/test_denied.sh" "$build" \
+             "$setting"; then
+        failed=1
+    fi
+done
 exit $failed

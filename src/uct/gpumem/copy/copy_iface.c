@@ -328,7 +328,8 @@ uct_gpumem_copy_host(const uct_gpumem_copy_req_t *req)
         return UCS_OK;
     }
 
-    copied = process_vm_readv(gpumem_proc_pid(), &local, 1, &remote, 1, 0);
+    copied = process_vm_readv(gpumem_proc_ns_pid(), &local, 1, &remote, 1,
+                              0);
     if (copied == (ssize_t)req->length) {
         return UCS_OK;
     }

@@ -339,7 +339,7 @@ static ucs_status_t gpumem_fd_broker_listen(void)
         goto err_close_pipe;
     }
 
-    gpumem_fd_broker.pid  = gpumem_proc_pid();
+    gpumem_fd_broker.pid  = getpid();
     gpumem_fd_broker.name = name;
     ucs_debug("gpumem: descriptor broker %016"PRIx64" serves process %d",
               name, (int)gpumem_fd_broker.pid);

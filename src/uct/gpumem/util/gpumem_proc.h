@@ -2,6 +2,12 @@
  * gpumem utilities: this process's identity, and whether a process of this
  * machine is gone.
  *
+ * A process is known to its peers by its pid as /proc names it, which is
+ * also what /proc/<pid> of a peer's descriptors and state takes: in a PID
+ * namespace of its own under a shared /proc (unshare --pid --fork), that is
+ * its pid in /proc's namespace, not getpid(), and peers in other namespaces
+ * tell it from theirs.
+ *
  * See file LICENSE for terms.
  */
 
@@ -15,7 +21,10 @@
 
 
 typedef struct gpumem_proc_self {
-    pid_t pid;
+    pid_t pid;        /* As /proc names it */
+    pid_t ns_pid;     /* getpid(): in the process's own PID namespace */
+    int   proc_is_own_ns; /* /proc's PID namespace is the process's: pids
+                             it names are kill()'s */
     uid_t euid;
     int   known;
 } gpumem_proc_self_t;
@@ -28,11 +37,11 @@ void gpumem_proc_self_fill(void);
 
 
 /*
- * This process's pid and effective uid, which the keys and addresses of
- * every message carry: a system call each is a microsecond in a virtual
- * machine, so they are asked once, and again in a child of a fork. A
- * process that changes its effective uid after gpumem started keeps being
- * known by the uid it had.
+ * This process's pid as /proc names it and its effective uid, which the keys
+ * and addresses of every message carry: a system call each is a
+ * microsecond in a virtual machine, so they are asked once, and again in a
+ * child of a fork. A process that changes its effective uid after gpumem
+ * started keeps being known by the uid it had.
  */
 static UCS_F_ALWAYS_INLINE pid_t gpumem_proc_pid(void)
 {
@@ -40,6 +49,15 @@ static UCS_F_ALWAYS_INLINE pid_t gpumem_proc_pid(void)
         gpumem_proc_self_fill();
     }
     return gpumem_proc_self_cache.pid;
+}
+
+/* getpid(), for the system calls about this process itself */
+static UCS_F_ALWAYS_INLINE pid_t gpumem_proc_ns_pid(void)
+{
+    if (ucs_unlikely(!gpumem_proc_self_cache.known)) {
+        gpumem_proc_self_fill();
+    }
+    return gpumem_proc_self_cache.ns_pid;
 }
 
 static UCS_F_ALWAYS_INLINE uid_t gpumem_proc_euid(void)
@@ -51,11 +69,21 @@ static UCS_F_ALWAYS_INLINE uid_t gpumem_proc_euid(void)
 }
 
 
-/* Whether no process has the pid @a pid any more (kill() says ESRCH); a
- * process this one may not signal counts as alive */
+/* Whether /proc has no entry of @a pid (ENOENT) */
+int gpumem_proc_entry_is_gone(pid_t pid);
+
+/* Whether no process has the pid @a pid (as /proc names it) any more:
+ * kill() says ESRCH where /proc's namespace is this process's, else /proc
+ * has no entry of it; a process this one may not signal counts as alive */
 static inline int gpumem_proc_is_gone(pid_t pid)
 {
-    return (kill(pid, 0) != 0) && (errno == ESRCH);
+    if (ucs_unlikely(!gpumem_proc_self_cache.known)) {
+        gpumem_proc_self_fill();
+    }
+    if (ucs_likely(gpumem_proc_self_cache.proc_is_own_ns)) {
+        return (kill(pid, 0) != 0) && (errno == ESRCH);
+    }
+    return gpumem_proc_entry_is_gone(pid);
 }
 
 #endif
