@@ -6,6 +6,8 @@
 
 #include "cuda_test.h"
 
+#include <cstdlib>
+
 
 void cuda_device_test::SetUp()
 {
@@ -17,7 +19,11 @@ void cuda_device_test::SetUp()
         GTEST_SKIP() << "no CUDA device: " << why;
     }
 
-    /* The live machine, as the cuda driver's context opens it */
+    /* The live machine, as the cuda driver's context opens it: with the
+     * topology and facts its settings name (the emulated CUDA's machine) */
+    params.xml_path   = getenv("UCX_GPUMEM_TOPO_XML");
+    params.facts_path = getenv("UCX_GPUMEM_TOPO_FACTS");
+    params.sysfs_root = getenv("UCX_GPUMEM_SYSFS_ROOT");
     ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
     ASSERT_EQ(UCS_OK, gpumem_cuda_open(m_topo, &m_driver));
     for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {

@@ -81,6 +81,53 @@ TEST_F(cuda_device, alloc_small_and_large_round_trip) {
     }
 }
 
+/* Seed 003: a release gives back what the function holds. CUDA cannot
+ * turn the GPU's bus mastering off, so the release unmaps what the GPU
+ * maps, and the regions' frees after it give their memory and addresses
+ * back: the GPU's free memory is as before the allocation, nothing
+ * logged */
+TEST_F(cuda_device, release_gives_the_memory_back_at_the_frees) {
+    const size_t size = 8ul << 20;
+    size_t before, after;
+
+    ASSERT_EQ(UCS_OK, gpumem_gpu_vram_free(gpu(0), &before));
+    gpumem_region_t *region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_gpu_vram_free(gpu(0), &after));
+    EXPECT_LE(after + size, before) << "the allocation holds VRAM";
+
+    gpumem_gpu_release(gpu(0));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    ASSERT_EQ(UCS_OK, m_driver->ops->vram_free(
+            m_driver->ops->gpu(m_driver, 0), &after));
+    EXPECT_EQ(before, after) << "VRAM not given back after the release";
+}
+
+/* The owner released while another GPU maps its memory: the memory stays
+ * while that GPU maps it, and goes back at its free */
+TEST_F(cuda_device, released_owners_memory_goes_back_at_the_peers_free) {
+    const size_t size = 2ul << 20;
+    gpumem_region_t *peer;
+    size_t before, after;
+
+    if (num_gpus() < 2) {
+        GTEST_SKIP() << "one GPU: no peer to map the memory";
+    }
+    ASSERT_EQ(UCS_OK, m_driver->ops->vram_free(
+            m_driver->ops->gpu(m_driver, 0), &before));
+    gpumem_region_t *region = alloc(0, size);
+    ASSERT_TRUE(region != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), region, &peer));
+
+    gpumem_gpu_release(gpu(0));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    expect_round_trip(1, gpumem_region_address(peer), pattern(size, 7));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    ASSERT_EQ(UCS_OK, m_driver->ops->vram_free(
+            m_driver->ops->gpu(m_driver, 0), &after));
+    EXPECT_EQ(before, after) << "VRAM not given back after the peer's free";
+}
+
 TEST_F(cuda_device, device_to_device_copy) {
     const size_t size           = 8ul << 20;
     gpumem_region_t *a          = alloc(0, size);

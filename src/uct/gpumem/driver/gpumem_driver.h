@@ -79,7 +79,13 @@ enum {
      * granularity), and a copy that faults ends the context, every later
      * call failing (CUDA's sticky errors): the engine catches no copy past
      * an allocation's end, so the transports check each one first */
-    GPUMEM_DRIVER_FLAG_COPY_UNCHECKED = UCS_BIT(3)
+    GPUMEM_DRIVER_FLAG_COPY_UNCHECKED = UCS_BIT(3),
+
+    /* The release cannot turn the GPU's bus mastering off (CUDA's driver
+     * API), so its page tables stay as they were: the core unmaps every
+     * mapping of the GPU at its release, before their memory and addresses
+     * go back */
+    GPUMEM_DRIVER_FLAG_RELEASE_UNMAPS = UCS_BIT(4)
 };
 
 

@@ -1069,14 +1069,22 @@ ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
 }
 
 
-/* At release, a mapping of this GPU's tables ends without a table write:
- * the function masters the bus no more */
+/* At release, a mapping of this GPU's tables ends without a table write
+ * where the function masters the bus no more, else unmapped first */
 static void gpumem_mapping_drop_at_release(gpumem_gpu_t *gpu,
                                            gpumem_mapping_t *mapping)
 {
-    gpumem_memory_t *memory = mapping->memory;
-    gpumem_memory_t *idle   = NULL;
-    int keep_va             = 0;
+    const gpumem_driver_ops_t *ops = gpu->driver->ops;
+    gpumem_memory_t *memory        = mapping->memory;
+    gpumem_memory_t *idle          = NULL;
+    int keep_va                    = 0;
+
+    if ((ops->flags & GPUMEM_DRIVER_FLAG_RELEASE_UNMAPS) &&
+        (ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size) !=
+         UCS_OK)) {
+        ucs_debug("gpumem: unmap of %zu bytes at 0x%lx at the release not "
+                  "confirmed", mapping->va_size, (unsigned long)mapping->va);
+    }
 
     /* This GPU's pin of another GPU's system memory, as its free would,
      * before its hold on the memory goes */

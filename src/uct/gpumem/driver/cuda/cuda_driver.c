@@ -177,7 +177,8 @@ static const gpumem_driver_ops_t gpumem_cuda_ops = {
     .flags          = GPUMEM_DRIVER_FLAG_HOST_UVA |
                       GPUMEM_DRIVER_FLAG_NO_PHYS |
                       GPUMEM_DRIVER_FLAG_PROCESS_MAPS |
-                      GPUMEM_DRIVER_FLAG_COPY_UNCHECKED,
+                      GPUMEM_DRIVER_FLAG_COPY_UNCHECKED |
+                      GPUMEM_DRIVER_FLAG_RELEASE_UNMAPS,
     .copy_bandwidth = 10000.0 * UCS_MBYTE,
     .copy_latency   = 8e-6,
     .copy_shared    = 1,
