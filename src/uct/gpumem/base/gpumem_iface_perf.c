@@ -15,7 +15,8 @@
 #include <stdint.h>
 
 
-static double uct_gpumem_iface_perf_am_latency(const uct_gpumem_iface_perf_t *perf)
+static double
+uct_gpumem_iface_perf_am_latency(const uct_gpumem_iface_perf_t *perf)
 {
     return (perf->am_latency > 0) ? perf->am_latency : perf->latency;
 }
@@ -29,9 +30,9 @@ static int uct_gpumem_iface_perf_is_am(uct_ep_operation_t op)
 void uct_gpumem_iface_perf_attr(const uct_gpumem_iface_perf_t *perf,
                                 uct_iface_attr_t *iface_attr)
 {
-    iface_attr->latency             = ucs_linear_func_make(
-                                          uct_gpumem_iface_perf_am_latency(perf),
-                                          0);
+    double am_latency = uct_gpumem_iface_perf_am_latency(perf);
+
+    iface_attr->latency             = ucs_linear_func_make(am_latency, 0);
     iface_attr->bandwidth.dedicated = perf->shared ? 0 : perf->bandwidth;
     iface_attr->bandwidth.shared    = perf->shared ? perf->bandwidth : 0;
     iface_attr->overhead            = perf->overhead;

@@ -57,10 +57,11 @@ static ucs_config_field_t uct_gpumem_ipc_iface_config_table[] = {
      "Time UCP expects a copy of a few bytes to take. auto: by the topology,\n"
      "as BW: 1.5us over a fabric, 2us through a PCIe switch, 2.5us through a\n"
      "host bridge, 3us across host bridges, 4us across sockets, 1us within\n"
-     "the same GPU. UCP versions that ask each operation's latency read it for\n"
-     "the copies; the interface's one latency is its active messages' (of the\n"
-     "order of posix's), which the protocols of UCX 1.13 read for rendezvous\n"
-     "transfers too, as they leave out the copies of eager device messages.",
+     "the same GPU. UCP versions that ask each operation's latency read it\n"
+     "for the copies; the interface's one latency is its active messages'\n"
+     "(of the order of posix's), which the protocols of UCX 1.13 read for\n"
+     "rendezvous transfers too, as they leave out the copies of eager device\n"
+     "messages.",
      ucs_offsetof(uct_gpumem_ipc_iface_config_t, latency),
      UCT_GPUMEM_CONFIG_TYPE_LATENCY},
 
