@@ -15,6 +15,8 @@
 
 #include "emu_cuda.h"
 
+#include <uct/gpumem/util/gpumem_proc.h>
+
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -92,6 +94,11 @@ CUresult gpumem_emu_cuda_fd_take(int pid, int fd, int *fd_p)
 {
     int pidfd, local;
 
+    /* pidfd_open(2) takes a pid of this process's PID namespace, and @a pid
+     * is /proc's (gpumem_proc.h) */
+    if (!gpumem_proc_ns_is_procs()) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     pidfd = syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         return (errno == ESRCH) ? CUDA_ERROR_INVALID_VALUE :

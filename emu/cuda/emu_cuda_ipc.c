@@ -11,6 +11,7 @@
 #include "emu_cuda.h"
 
 #include <uct/gpumem/util/gpumem_fd_broker.h>
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 
     memset(&ipc, 0, sizeof(ipc));
     ipc.magic     = GPUMEM_EMU_CUDA_IPC_MAGIC;
-    ipc.pid       = getpid();
+    ipc.pid       = gpumem_proc_pid();
     ipc.fd        = range->ipc_fd;
     ipc.uid       = geteuid();
     ipc.buffer_id = range->buffer_id;
@@ -199,7 +200,7 @@ CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
         return gpumem_emu_cuda_return(res);
     }
     /* A process opens no handle of its own memory */
-    if (ipc.pid == getpid()) {
+    if (ipc.pid == gpumem_proc_pid()) {
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
     }
     return gpumem_emu_cuda_return(gpumem_emu_cuda_ipc_open(&ipc, pdptr));

@@ -165,9 +165,8 @@ fi
 name=unreachable-$setting-$driver
 mpi_env=(${unreachable_env[@]+"${unreachable_env[@]}"})
 if [ "$setting" = pidns ]; then
-    # Each rank is its own namespace's process 1: what they left in the
-    # emulated GPUs' state names neither as host's process 1, which lives
-    # for ever, and a job after them attaches
+    # Each rank is its own namespace's process 1: a job after them, without
+    # namespaces, attaches to the emulated GPUs' state they shared
     name=after-$setting-$driver
     rank_under=()
     rank_tls=posix,gpumemcpy,gpumemipc

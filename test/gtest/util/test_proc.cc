@@ -60,7 +60,7 @@ TEST_F(proc, a_process_is_known_by_its_pid_in_proc) {
  * process from a dead one by /proc, where kill() reaches neither */
 TEST_F(proc, in_its_own_namespace_a_process_is_known_by_its_proc_pid) {
     struct proc_ns_report report = {};
-    pid_t test_pid = getpid(), dead = dead_pid(), child, grandchild;
+    pid_t test_pid = gpumem_proc_pid(), dead = dead_pid(), child, grandchild;
     int pipe_fds[2], status;
 
     ASSERT_EQ(0, pipe(pipe_fds));

@@ -588,6 +588,19 @@ typedef uct_md_rcache_config_t uct_gpumem_rcache_config_t;
 #  define UCT_GPUMEM_RCACHE_CONFIG_TABLE uct_md_config_rcache_table
 #endif
 
+/* The regions' alignment is a setting (RCACHE_ADDR_ALIGN) until UCX 1.17;
+ * from 1.18 each lookup gives its own, and the table has none: the
+ * settings' default of it, and the alignment set (0 where none is) */
+#ifdef HAVE_UCS_RCACHE_GET_ALIGNMENT
+#  define UCT_GPUMEM_RCACHE_CONFIG_ALIGN(_default) ""
+#  define uct_gpumem_rcache_config_align(_config) ((size_t)0)
+#else
+#  define UCT_GPUMEM_RCACHE_CONFIG_ALIGN(_default) \
+    "RCACHE_ADDR_ALIGN=" _default ";"
+#  define uct_gpumem_rcache_config_align(_config) \
+    ((size_t)(_config)->alignment)
+#endif
+
 /**
  * Parameters of a cache of regions of @a region_struct_size bytes, aligned
  * to @a alignment (a power of 2, at most a page), with @a config's limits,

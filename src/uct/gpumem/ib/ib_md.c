@@ -98,14 +98,15 @@ static ucs_config_field_t uct_gpumem_ib_md_config_table[] = {
      "and ends when its memory is unmapped or, for device memory, freed: the\n"
      "device stops reaching freed device memory before the memory goes,\n"
      "cached or not. dma-bufs registered with uct_gpumem_ib_mem_reg_memory()\n"
-     "are never cached. The RCACHE_ settings below are the cache's; its\n"
-     "regions are aligned to RCACHE_ADDR_ALIGN, at most the smaller of a host\n"
-     "page and a GPU page, so that a region lies in the mapping and the\n"
-     "allocation of its memory.",
+     "are never cached. The RCACHE_ settings below are the cache's. Its\n"
+     "regions are aligned to the smaller of a host page and a GPU page, so\n"
+     "that a region lies in the mapping and the allocation of its memory, or\n"
+     "to less where RCACHE_ADDR_ALIGN says (UCX 1.17 and earlier have it).",
      ucs_offsetof(uct_gpumem_ib_md_config_t, enable_rcache),
      UCS_CONFIG_TYPE_TERNARY},
 
-    {"", "RCACHE_ADDR_ALIGN=4096;RCACHE_MAX_UNRELEASED=512M", NULL,
+    {"", UCT_GPUMEM_RCACHE_CONFIG_ALIGN("4096") "RCACHE_MAX_UNRELEASED=512M",
+     NULL,
      ucs_offsetof(uct_gpumem_ib_md_config_t, rcache),
      UCS_CONFIG_TYPE_TABLE(UCT_GPUMEM_RCACHE_CONFIG_TABLE)},
 

@@ -98,27 +98,33 @@ static const ucs_rcache_ops_t uct_gpumem_ib_rcache_ops = {
     .dump_region = uct_gpumem_ib_rcache_dump_region
 };
 
-/* The alignment of the caches' regions: the setting's, at most the most
- * they may have */
+/* The alignment of the caches' regions: the setting's where this UCX has
+ * one, at most the most they may have */
 static ucs_status_t
 uct_gpumem_ib_rcache_align(uct_gpumem_ib_md_t *md,
                            const uct_gpumem_rcache_config_t *config)
 {
-    if (!ucs_is_pow2(config->alignment) ||
-        (config->alignment < UCS_PGT_ADDR_ALIGN)) {
+    size_t setting = uct_gpumem_rcache_config_align(config);
+
+    md->rcache_align = UCT_GPUMEM_IB_RCACHE_ALIGN_MAX;
+    if (setting == 0) {
+        return UCS_OK;
+    }
+
+    if (!ucs_is_pow2(setting) || (setting < UCS_PGT_ADDR_ALIGN)) {
         ucs_error("gpumem: %s: UCX_GPUMEM_IB_RCACHE_ADDR_ALIGN=%zu is not a "
-                  "power of 2 of at least %d", md->domain.name,
-                  (size_t)config->alignment, (int)UCS_PGT_ADDR_ALIGN);
+                  "power of 2 of at least %d", md->domain.name, setting,
+                  (int)UCS_PGT_ADDR_ALIGN);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    md->rcache_align = ucs_min(config->alignment,
-                               UCT_GPUMEM_IB_RCACHE_ALIGN_MAX);
-    if (md->rcache_align < config->alignment) {
+    if (setting > md->rcache_align) {
         ucs_diag("gpumem: %s: the registration cache aligns its regions to "
                  "%zu bytes, not UCX_GPUMEM_IB_RCACHE_ADDR_ALIGN=%zu: more "
                  "could reach past their memory", md->domain.name,
-                 md->rcache_align, (size_t)config->alignment);
+                 md->rcache_align, setting);
+    } else {
+        md->rcache_align = setting;
     }
     return UCS_OK;
 }

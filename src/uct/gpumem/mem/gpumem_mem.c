@@ -1070,16 +1070,19 @@ ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region)
 
 
 /* At release, a mapping of this GPU's tables ends without a table write
- * where the function masters the bus no more, else unmapped first */
+ * where the function masters the bus no more, else unmapped first if
+ * @a mapped (not one whose unmap was tried already, or kept for a bus
+ * client) */
 static void gpumem_mapping_drop_at_release(gpumem_gpu_t *gpu,
-                                           gpumem_mapping_t *mapping)
+                                           gpumem_mapping_t *mapping,
+                                           int mapped)
 {
     const gpumem_driver_ops_t *ops = gpu->driver->ops;
     gpumem_memory_t *memory        = mapping->memory;
     gpumem_memory_t *idle          = NULL;
     int keep_va                    = 0;
 
-    if ((ops->flags & GPUMEM_DRIVER_FLAG_RELEASE_UNMAPS) &&
+    if (mapped && (ops->flags & GPUMEM_DRIVER_FLAG_RELEASE_UNMAPS) &&
         (ops->pt_unmap(gpu->dgpu, mapping->va, mapping->va_size) !=
          UCS_OK)) {
         ucs_debug("gpumem: unmap of %zu bytes at 0x%lx at the release not "
@@ -1151,10 +1154,10 @@ gpumem_gpu_release_locked(gpumem_gpu_t *gpu)
     gpumem_mem_global_unlock();
 
     ucs_list_for_each_safe(mapping, mapping_tmp, &gpu->mappings, list) {
-        gpumem_mapping_drop_at_release(gpu, mapping);
+        gpumem_mapping_drop_at_release(gpu, mapping, 1);
     }
     ucs_list_for_each_safe(mapping, mapping_tmp, &gpu->kept, list) {
-        gpumem_mapping_drop_at_release(gpu, mapping);
+        gpumem_mapping_drop_at_release(gpu, mapping, 0);
     }
 
     /* Its own memory goes back, but what another GPU maps (or may still

@@ -69,6 +69,16 @@ static UCS_F_ALWAYS_INLINE uid_t gpumem_proc_euid(void)
 }
 
 
+/* Whether /proc's PID namespace is this process's own: then the pids /proc
+ * names are those that kill() and pidfd_open() take */
+static UCS_F_ALWAYS_INLINE int gpumem_proc_ns_is_procs(void)
+{
+    if (ucs_unlikely(!gpumem_proc_self_cache.known)) {
+        gpumem_proc_self_fill();
+    }
+    return gpumem_proc_self_cache.proc_is_own_ns;
+}
+
 /* Whether /proc has no entry of @a pid (ENOENT) */
 int gpumem_proc_entry_is_gone(pid_t pid);
 
@@ -77,10 +87,7 @@ int gpumem_proc_entry_is_gone(pid_t pid);
  * has no entry of it; a process this one may not signal counts as alive */
 static inline int gpumem_proc_is_gone(pid_t pid)
 {
-    if (ucs_unlikely(!gpumem_proc_self_cache.known)) {
-        gpumem_proc_self_fill();
-    }
-    if (ucs_likely(gpumem_proc_self_cache.proc_is_own_ns)) {
+    if (ucs_likely(gpumem_proc_ns_is_procs())) {
         return (kill(pid, 0) != 0) && (errno == ESRCH);
     }
     return gpumem_proc_entry_is_gone(pid);

@@ -285,9 +285,12 @@ static ucs_status_t gpumem_cuda_fd_take(gpumem_cuda_gpu_t *gpu, int pid,
 {
     int pidfd, local, err;
 
-    pidfd = syscall(SYS_pidfd_open, pid, 0);
+    /* pidfd_open(2) takes a pid of this process's PID namespace, and @a pid
+     * is /proc's: where the two differ, no process of this namespace is
+     * known to have it */
+    pidfd = gpumem_proc_ns_is_procs() ? syscall(SYS_pidfd_open, pid, 0) : -1;
     if (pidfd < 0) {
-        err = errno;
+        err = gpumem_proc_ns_is_procs() ? errno : ESRCH;
         gpumem_cuda_fd_refused(gpu, pid, broker_why, "pidfd_open", err);
         return (err == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_IO_ERROR;
     }
