@@ -9,7 +9,9 @@
 
 #include <common/channel.h>
 
+#include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <vector>
@@ -242,6 +244,47 @@ TEST_F(emu_vram, dead_process_gives_its_vram_back)
     /* This process, the last one, leaves nothing behind */
     close();
     EXPECT_EQ(std::vector<std::string>(), shm_files());
+}
+
+/* A process alone in a PID namespace of its own is process 1 there; its
+ * slot names it by its pid in /proc, so that when it dies holding VRAM
+ * this process, outside, sees it gone (not the host's process 1, alive for
+ * ever) and takes the VRAM back */
+TEST_F(emu_vram, dead_process_of_another_pid_namespace_gives_its_vram_back)
+{
+    gpumem_test::channel channel;
+    gpumem_driver_mem_t *mem;
+    pid_t pid;
+    int status;
+
+    /* The namespace's process 1 ignores the SIGKILL it sends itself: its
+     * child, process 2 there, is the one that dies */
+    pid = fork_child([&]() {
+        if (unshare(CLONE_NEWPID) != 0) {
+            return 77;
+        }
+        return wait_child(fork_child([&]() {
+            return wait_child(fork_child([&]() {
+                return child_fill(channel, true);
+            }));
+        }));
+    });
+    channel.parent_side();
+    if (!channel.wait()) {
+        status = wait_child(pid);
+        if (status == 77) {
+            GTEST_SKIP() << "unshare(CLONE_NEWPID) refused (needs "
+                            "CAP_SYS_ADMIN)";
+        }
+        FAIL() << "the child in its own PID namespace ended with " << status;
+    }
+    EXPECT_EQ(UCS_ERR_NO_MEMORY,
+              ops()->mem_alloc(gpu(0), PAGE, PAGE, 0, &mem));
+
+    channel.signal();
+    EXPECT_EQ(128 + SIGKILL, wait_child(pid));
+    mem = alloc(0, VRAM_SIZE, LARGE_PAGE);
+    ops()->mem_free(mem);
 }
 
 TEST_F(emu_vram, last_process_to_close_removes_the_shared_state)

@@ -593,7 +593,8 @@ typedef uct_md_rcache_config_t uct_gpumem_rcache_config_t;
  * settings' default of it, and the alignment set (0 where none is) */
 #ifdef HAVE_UCS_RCACHE_GET_ALIGNMENT
 #  define UCT_GPUMEM_RCACHE_CONFIG_ALIGN(_default) ""
-#  define uct_gpumem_rcache_config_align(_config) ((size_t)0)
+#  define uct_gpumem_rcache_config_align(_config) \
+    ((void)(_config), (size_t)0)
 #else
 #  define UCT_GPUMEM_RCACHE_CONFIG_ALIGN(_default) \
     "RCACHE_ADDR_ALIGN=" _default ";"
