@@ -20,6 +20,7 @@
 extern "C" {
 #include <uct/gpumem/ipc/ipc_addr.h>
 #include <uct/gpumem/ipc/ipc_key.h>
+#include <uct/gpumem/util/gpumem_proc.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/sys/math.h>
 }
@@ -303,7 +304,7 @@ TEST_F(ipc_uct, iface_query_advertises_rma_am_to_iface_and_small_addresses) {
                          UCT_IFACE_FLAG_EVENT_FD),
               attr.cap.event_flags);
     EXPECT_EQ(8u, attr.device_addr_len);
-    EXPECT_GE(20u, attr.iface_addr_len);
+    EXPECT_GE(24u, attr.iface_addr_len);
     EXPECT_EQ(0u, attr.ep_addr_len);
     EXPECT_EQ(SIZE_MAX, attr.cap.put.max_zcopy);
     EXPECT_EQ(SIZE_MAX, attr.cap.get.max_zcopy);
@@ -517,6 +518,8 @@ TEST(ipc_addr, packs_and_reads_back) {
     peer.gpu.bus    = 0xe1;
     peer.gpu.dev    = 31;
     peer.gpu.fn     = 5;
+    peer.fifo_fd    = 17;
+    peer.proc_dev   = 0x9abcdef0u;
     uct_gpumem_ipc_iface_addr_pack(&peer, buffer + 1); /* Unaligned */
     ASSERT_EQ(UCS_OK, uct_gpumem_ipc_iface_addr_unpack(
                               buffer + 1, UCS_LOG_LEVEL_ERROR, &read));
@@ -527,6 +530,37 @@ TEST(ipc_addr, packs_and_reads_back) {
     EXPECT_EQ(peer.gpu.bus, read.gpu.bus);
     EXPECT_EQ(peer.gpu.dev, read.gpu.dev);
     EXPECT_EQ(peer.gpu.fn, read.gpu.fn);
+    EXPECT_EQ(peer.fifo_fd, read.fifo_fd);
+    EXPECT_EQ(peer.proc_dev, read.proc_dev);
+}
+
+/* A process whose pid is of another /proc (a PID namespace with a /proc of
+ * its own) is not reached, whatever the pid, and that is said once */
+TEST_F(ipc_uct, process_of_another_proc_is_not_reached_and_said_once) {
+    const int32_t other = (getpid() == 1) ? 2 : 1;
+    uct_gpumem_ipc_peer_t peer;
+    std::string addr;
+    uct_ep_h ep;
+
+    open_uct();
+    addr = iface_address();
+    ASSERT_EQ(UCS_OK, uct_gpumem_ipc_iface_addr_unpack(
+                              addr.data(), UCS_LOG_LEVEL_ERROR, &peer));
+    EXPECT_EQ(gpumem_proc_dev(), peer.proc_dev);
+    peer.pid       = other;
+    peer.proc_dev ^= 0x5a5a;
+    uct_gpumem_ipc_iface_addr_pack(&peer, &addr[0]);
+
+    log_capture log(UCS_LOG_LEVEL_DIAG, log_capture::LEVEL_RAISED);
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_FALSE(uct_iface_is_reachable(
+                m_iface, (const uct_device_addr_t*)device_address().data(),
+                (const uct_iface_addr_t*)addr.data()));
+        EXPECT_EQ(UCS_ERR_UNREACHABLE,
+                  try_connect(device_address(), addr, &ep));
+    }
+    EXPECT_EQ(1u, log.count({"is of another /proc", "a PID namespace"}))
+            << log.text();
 }
 
 TEST_F(ipc_uct, iface_opens_only_on_its_device) {

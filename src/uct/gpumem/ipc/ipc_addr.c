@@ -23,6 +23,7 @@ typedef struct UCS_S_PACKED uct_gpumem_ipc_iface_addr {
     uint8_t  gpu_bus;
     uint8_t  gpu_devfn;
     int32_t  fifo_fd;
+    uint32_t proc_dev;
 } uct_gpumem_ipc_iface_addr_t;
 
 
@@ -40,6 +41,7 @@ void uct_gpumem_ipc_iface_addr_pack(const uct_gpumem_ipc_peer_t *peer,
     addr.gpu_devfn  = (uint8_t)(((peer->gpu.dev & 0x1f) << 3) |
                                 (peer->gpu.fn & 7));
     addr.fifo_fd    = peer->fifo_fd;
+    addr.proc_dev   = peer->proc_dev;
     memcpy(buffer, &addr, sizeof(addr));
 }
 
@@ -78,5 +80,6 @@ ucs_status_t uct_gpumem_ipc_iface_addr_unpack(const void *buffer,
     peer_p->gpu.dev    = addr.gpu_devfn >> 3;
     peer_p->gpu.fn     = addr.gpu_devfn & 7;
     peer_p->fifo_fd    = addr.fifo_fd;
+    peer_p->proc_dev   = addr.proc_dev;
     return UCS_OK;
 }

@@ -24,7 +24,7 @@ BEGIN_C_DECLS
 /* pid (4 bytes), uid (4), interface id (4), the GPU's PCI domain (2), bus
  * (1), device and function (1, as PCI packs them), the receive FIFO's
  * descriptor in the process (4) */
-#define UCT_GPUMEM_IPC_IFACE_ADDR_SIZE 20
+#define UCT_GPUMEM_IPC_IFACE_ADDR_SIZE 24
 
 /* The kernel's largest pid: below pid_max, which is at most PID_MAX_LIMIT
  * (4 Mi on 64-bit) */
@@ -40,6 +40,7 @@ typedef struct uct_gpumem_ipc_peer {
     uint32_t          iface_id;
     gpumem_pci_addr_t gpu;       /* dev below 32, fn below 8 */
     int               fifo_fd;   /* Its receive FIFO, in its process */
+    uint32_t          proc_dev;  /* The /proc its pid is of (gpumem_proc.h) */
 } uct_gpumem_ipc_peer_t;
 
 

@@ -33,6 +33,7 @@
 /* Keys of the refusals logged once that are not of a pair of GPUs */
 #define UCT_GPUMEM_IPC_LOG_OTHER_MACHINE  UCS_BIT(63)
 #define UCT_GPUMEM_IPC_LOG_OTHER_USER     UCS_BIT(62)
+#define UCT_GPUMEM_IPC_LOG_OTHER_PROC     UCS_BIT(61)
 
 /* An active message: a slot of the peer's receive FIFO written and its
  * sequence published, read in order; as posix's FIFO (UCX's mm: 80 ns) */
@@ -131,6 +132,7 @@ uct_gpumem_ipc_iface_get_address(uct_iface_h tl_iface,
     self.gpu      = gpumem_gpu_reach(
             iface->super.context->gpus[iface->md->gpu])->addr;
     self.fifo_fd  = iface->fifo.fd;
+    self.proc_dev = gpumem_proc_dev();
     uct_gpumem_ipc_iface_addr_pack(&self, iface_addr);
     return UCS_OK;
 }
@@ -171,6 +173,18 @@ int uct_gpumem_ipc_iface_reaches(uct_gpumem_ipc_iface_t *iface,
             ucs_diag("gpumem_ipc: process %d of user %u does not map GPU "
                      "memory of user %u; another transport moves the data",
                      (int)peer.pid, (unsigned)peer.uid, (unsigned)gpumem_proc_euid());
+        }
+        return 0;
+    }
+
+    if (peer.proc_dev != gpumem_proc_dev()) {
+        if (uct_gpumem_ipc_log_once(UCT_GPUMEM_IPC_LOG_OTHER_PROC |
+                                    (peer.proc_dev >> 3))) {
+            ucs_diag("gpumem_ipc: process %d is of another /proc (device "
+                     "0x%x, this process's is 0x%x: a PID namespace with a "
+                     "/proc of its own), where its pid names no process; "
+                     "another transport moves the data", (int)peer.pid,
+                     (unsigned)peer.proc_dev, (unsigned)gpumem_proc_dev());
         }
         return 0;
     }

@@ -92,6 +92,7 @@ static int gpumem_proc_self_read_pids(pid_t ns_pid, pid_t *proc_pid_p)
 void gpumem_proc_self_fill(void)
 {
     pid_t ns_pid = getpid();
+    struct stat st;
     pid_t proc_pid;
     int own_ns;
 
@@ -102,6 +103,8 @@ void gpumem_proc_self_fill(void)
     gpumem_proc_self_cache.pid            = proc_pid;
     gpumem_proc_self_cache.ns_pid         = ns_pid;
     gpumem_proc_self_cache.proc_is_own_ns = own_ns;
+    gpumem_proc_self_cache.proc_dev       = (stat("/proc", &st) == 0) ?
+                                            (uint32_t)st.st_dev : 0;
     gpumem_proc_self_cache.euid           = geteuid();
     __atomic_store_n(&gpumem_proc_self_cache.known, 1, __ATOMIC_RELEASE);
 }

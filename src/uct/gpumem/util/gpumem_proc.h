@@ -17,16 +17,20 @@
 #include <ucs/sys/compiler_def.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 
 typedef struct gpumem_proc_self {
-    pid_t pid;        /* As /proc names it */
-    pid_t ns_pid;     /* getpid(): in the process's own PID namespace */
-    int   proc_is_own_ns; /* /proc's PID namespace is the process's: pids
-                             it names are kill()'s */
-    uid_t euid;
-    int   known;
+    pid_t    pid;     /* As /proc names it */
+    pid_t    ns_pid;  /* getpid(): in the process's own PID namespace */
+    int      proc_is_own_ns; /* /proc's PID namespace is the process's: pids
+                                it names are kill()'s */
+    uint32_t proc_dev; /* The device of /proc (the kernel's 32-bit code of
+                          it), which tells one /proc from another (a PID
+                          namespace's own); 0 without it */
+    uid_t    euid;
+    int      known;
 } gpumem_proc_self_t;
 
 
@@ -49,6 +53,16 @@ static UCS_F_ALWAYS_INLINE pid_t gpumem_proc_pid(void)
         gpumem_proc_self_fill();
     }
     return gpumem_proc_self_cache.pid;
+}
+
+/* The device of the /proc whose pids gpumem_proc_pid() and peers' are: a
+ * peer of another one is known by a pid that says nothing here */
+static UCS_F_ALWAYS_INLINE uint32_t gpumem_proc_dev(void)
+{
+    if (ucs_unlikely(!gpumem_proc_self_cache.known)) {
+        gpumem_proc_self_fill();
+    }
+    return gpumem_proc_self_cache.proc_dev;
 }
 
 /* getpid(), for the system calls about this process itself */
