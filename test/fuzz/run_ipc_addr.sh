@@ -17,11 +17,11 @@ OUT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/build/ipc_addr
 fuzz_build fuzz_ipc_addr "$TOP/src/uct/gpumem/ipc/ipc_addr.c"
 
 # pid, uid, interface id, PCI domain (little-endian, as on x86_64), bus,
-# device and function, the receive FIFO's descriptor, as ipc_addr.h lays
-# them out
+# device and function, the receive FIFO's descriptor, the device of /proc,
+# as ipc_addr.h lays them out
 python3 - "$CORPUS" <<'PY'
 import struct, sys
-addr = struct.pack('<iIIHBBi', 4242, 1000, 7, 0, 3, 0 << 3 | 0, 12)
+addr = struct.pack('<iIIHBBiI', 4242, 1000, 7, 0, 3, 0 << 3 | 0, 12, 0x17)
 with open(sys.argv[1] + '/seed-addr', 'wb') as f:
     f.write(addr)
 PY
