@@ -481,6 +481,54 @@ TEST_F(mem_core, map_peer_of_a_peer_region_maps_the_owners_region) {
     gpumem_free(gpu(0), owned);
 }
 
+/* Seed: "If map_peer gave r itself, map_peer maps the region that r maps,
+ * which its owner gave": the release of the GPU that mapped r leaves the
+ * owner's region, and its memory, to map */
+TEST_F(mem_core, map_peer_of_a_peer_region_of_a_released_gpu_maps_the_owners) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *peer, *back = NULL;
+
+    write_dev(0, gpumem_region_address(owned), "owner's");
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    gpumem_gpu_release(gpu(1));
+
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(0), peer, &back));
+    EXPECT_EQ(gpumem_region_address(owned), gpumem_region_address(back));
+    EXPECT_EQ(gpumem_region_size(owned), gpumem_region_size(back));
+    EXPECT_EQ("owner's", read_dev(0, gpumem_region_address(back), 7));
+    /* GPU 0's own mapping, no other */
+    EXPECT_EQ(1u, stats(0).mappings);
+    EXPECT_EQ(2u, stats(0).regions);
+
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), back));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), owned));
+    EXPECT_EQ(0u, stats(0).vram_bytes);
+}
+
+/* ... and where the owner was released too, the refusal names the owner,
+ * not the GPU that mapped r */
+TEST_F(mem_core, map_peer_of_a_peer_region_of_a_released_owner_names_it) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_region_t *owned, *peer, *back = NULL;
+    char name[GPUMEM_TOPO_PCI_STR_MAX];
+
+    /* Minsky: four GPUs, so that a third asks once both are released */
+    close_machine();
+    ASSERT_NO_FATAL_FAILURE(open_machine(
+            "hwloc-power8-minsky-4xP100-nvlink.xml"));
+    owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    gpumem_pci_addr_str(&gpumem_gpu_reach(gpu(0))->addr, name, sizeof(name));
+    gpumem_gpu_release(gpu(1));
+    gpumem_gpu_release(gpu(0));
+
+    EXPECT_EQ(UCS_ERR_NOT_CONNECTED, gpumem_map_peer(gpu(2), peer, &back));
+    log.expect(std::string("memory of GPU ") + name +
+               ", whose function was released");
+    EXPECT_TRUE(back == NULL);
+}
+
 /* Seed: "Raises Invalid_argument if r, or the region it maps, was freed":
  * a peer region whose owner's region is gone maps nothing more, whichever
  * GPU asks (the owner itself too), and takes nothing */
@@ -956,6 +1004,28 @@ TEST_F(mem_core, peers_unconfirmed_flush_keeps_owners_memory_to_its_release) {
     gpumem_free(gpu(0), next);
     gpumem_gpu_release(gpu(0));
     EXPECT_EQ(0u, stats(0).vram_bytes);
+}
+
+/* Seed: a peer's free that its GPU does not confirm "leaves the memory
+ * reached: none of what the owner holds goes back before the owner's
+ * release, and none of what the peer holds before its own": after the
+ * owner's release, the peer's release gives it back */
+TEST_F(mem_core, peers_unconfirmed_flush_after_owners_release_goes_at_its_own) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *peer;
+
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    gpumem_gpu_release(gpu(0));
+    m_driver->ops->inject_fault(dgpu(1),
+                                GPUMEM_DRIVER_FAULT_FLUSH_UNCONFIRMED);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(4096u, stats(0).vram_bytes) << "GPU 1 may still write it";
+    EXPECT_EQ(1u, stats(0).memories);
+
+    gpumem_gpu_release(gpu(1));
+    EXPECT_EQ(0u, stats(0).vram_bytes);
+    EXPECT_EQ(0u, stats(0).memories);
+    EXPECT_EQ(0u, stats(1).kept);
 }
 
 TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {

@@ -23,6 +23,45 @@ protected:
         handle.resize(length);
         return handle;
     }
+
+    /* Whether another process's open of the emu is refused as taken by
+     * this one: 1 if refused naming this process, 0 if it opens, else
+     * another failure */
+    int open_is_refused() {
+        int status;
+        pid_t pid = fork();
+
+        if (pid == 0) {
+            gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+            gpumem_topo_params_t params = {};
+            gpumem_emu_config_t config  = {};
+            gpumem_driver_t *driver;
+            gpumem_topo_t *topo;
+            ucs_status_t open_status;
+            std::string taken = "taken: process " + std::to_string(getppid());
+
+            params.xml_buffer = gpumem_emu_builtin_topology;
+            params.sysfs_root = "/nonexistent";
+            if (gpumem_topo_load(&params, &topo) != UCS_OK) {
+                _exit(3);
+            }
+            config.vram_size = VRAM_SIZE;
+            config.bar_size  = VRAM_SIZE;
+            config.shm_dir   = m_shm_dir.path().c_str();
+            open_status      = gpumem_emu_open(&config, topo, &driver);
+            if (open_status == UCS_OK) {
+                driver->ops->close(driver);
+                _exit(0);
+            }
+            _exit(((open_status == UCS_ERR_BUSY) &&
+                   (log.count({taken, "still reached"}) > 0)) ? 1 : 2);
+        }
+        if ((pid < 0) || (waitpid(pid, &status, 0) != pid) ||
+            !WIFEXITED(status)) {
+            return -1;
+        }
+        return WEXITSTATUS(status);
+    }
 };
 
 
@@ -155,42 +194,6 @@ TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer;
 
-    /* Whether another process's open of the emu is refused as taken */
-    auto open_is_refused = [this]() -> int {
-        int status;
-        pid_t pid = fork();
-
-        if (pid == 0) {
-            gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
-            gpumem_topo_params_t params = {};
-            gpumem_emu_config_t config  = {};
-            gpumem_driver_t *driver;
-            gpumem_topo_t *topo;
-            ucs_status_t open_status;
-            std::string taken = "taken: process " + std::to_string(getppid());
-
-            params.xml_buffer = gpumem_emu_builtin_topology;
-            params.sysfs_root = "/nonexistent";
-            if (gpumem_topo_load(&params, &topo) != UCS_OK) {
-                _exit(3);
-            }
-            config.vram_size = VRAM_SIZE;
-            config.bar_size  = VRAM_SIZE;
-            config.shm_dir   = m_shm_dir.path().c_str();
-            open_status      = gpumem_emu_open(&config, topo, &driver);
-            if (open_status == UCS_OK) {
-                driver->ops->close(driver);
-                _exit(0);
-            }
-            _exit(((open_status == UCS_ERR_BUSY) &&
-                   (log.count({taken, "still reached"}) > 0)) ? 1 : 2);
-        }
-        if ((pid < 0) || (waitpid(pid, &status, 0) != pid) ||
-            !WIFEXITED(status)) {
-            return -1;
-        }
-        return WEXITSTATUS(status);
-    };
 
     ASSERT_TRUE(owned != NULL);
     ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
@@ -220,6 +223,26 @@ TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
     EXPECT_EQ(1, open_is_refused()) << "a bus client may write its memory";
     close_machine();
     EXPECT_EQ(0, open_is_refused()) << "the driver's close ends it";
+}
+
+/* Seed: a peer's unconfirmed free after the owner's release keeps the
+ * owner's memory, and its function taken, to the peer's own release; then
+ * both go back, before the GPU objects are destroyed */
+TEST_F(mem_export, peers_unconfirmed_free_after_owners_release_untakes_later) {
+    gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
+    gpumem_region_t *peer;
+
+    ASSERT_TRUE(owned != NULL);
+    ASSERT_EQ(UCS_OK, gpumem_map_peer(gpu(1), owned, &peer));
+    gpumem_gpu_release(gpu(0));
+    m_driver->ops->inject_fault(dgpu(1),
+                                GPUMEM_DRIVER_FAULT_FLUSH_UNCONFIRMED);
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(1), peer));
+    EXPECT_EQ(1, open_is_refused()) << "GPU 1 may still write its memory";
+
+    gpumem_gpu_release(gpu(1));
+    EXPECT_EQ(0u, stats(0).vram_bytes);
+    EXPECT_EQ(0, open_is_refused()) << "both released: nothing reached";
 }
 
 /* Seed issue: an export handle is checked against the live memory at every

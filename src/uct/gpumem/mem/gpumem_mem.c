@@ -827,7 +827,7 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                        gpumem_region_t **region_p)
 {
     char owner_name[GPUMEM_TOPO_PCI_STR_MAX];
-    const gpumem_region_t *source;
+    const gpumem_region_t *source, *mapped;
     gpumem_mapping_t *mapping;
     gpumem_memory_t *memory, *idle;
     ucs_status_t status;
@@ -858,25 +858,29 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if ((region->mapping == NULL) ||
-        region->mapping->memory->owner->released) {
+    /* A region map_peer gave maps the region its owner gave: where the GPU
+     * that mapped it was released, that region's memory is still the
+     * owner's to map */
+    mapped = (region->mapping == NULL) ? region->source : region;
+    if ((mapped->mapping == NULL) ||
+        mapped->mapping->memory->owner->released) {
         gpumem_mem_global_unlock();
         ucs_error("gpumem: map_peer of memory of GPU %s, whose function was "
                   "released: another open may have reset it",
-                  gpumem_gpu_name((region->mapping == NULL) ? region->gpu :
-                                  region->mapping->memory->owner,
+                  gpumem_gpu_name((mapped->mapping == NULL) ? mapped->gpu :
+                                  mapped->mapping->memory->owner,
                                   owner_name));
         return UCS_ERR_NOT_CONNECTED;
     }
 
     /* A region map_peer gave maps the owner's memory: the same memory */
-    memory    = region->mapping->memory;
-    offset    = region->address - region->mapping->va;
-    size      = region->size;
-    asked     = region->asked;
-    host      = region->host;
-    source    = region->source;
-    source_id = region->source_id;
+    memory    = mapped->mapping->memory;
+    offset    = mapped->address - mapped->mapping->va;
+    size      = mapped->size;
+    asked     = mapped->asked;
+    host      = mapped->host;
+    source    = mapped->source;
+    source_id = mapped->source_id;
 
     mapping = gpumem_gpu_find_mapping(gpu, memory);
     if ((mapping == NULL) &&
@@ -989,8 +993,12 @@ static void gpumem_mapping_unmap_last(gpumem_mapping_t *mapping)
         gpumem_mem_index_del(mapping);
         ucs_list_add_tail(&gpu->kept, &mapping->list);
         if (memory->owner != gpu) {
+            /* None of it goes back before the owner's release; after it,
+             * the memory goes with this GPU's hold, at its own release */
             gpumem_mem_global_lock();
-            memory->tainted = 1;
+            if (!memory->owner->released) {
+                memory->tainted = 1;
+            }
             gpumem_mem_global_unlock();
         }
         return;
