@@ -10,8 +10,11 @@
 
 #include <common/log_capture.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <vector>
 #include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -413,6 +416,61 @@ TEST_F(ib_md, without_the_cache_each_registration_is_the_devices) {
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, first));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, second));
     EXPECT_EQ(0u, ib_md_num_mrs(md())) << "deregistered at once";
+}
+
+/* The kibibytes of this process's memory the kernel pins for devices
+ * (VmPin of /proc/self/status), or -1 if it does not say */
+static long ib_md_pinned_kib()
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+
+    while (std::getline(status, line)) {
+        if (line.compare(0, 7, "VmPin:\t") == 0) {
+            return std::stol(line.substr(7));
+        }
+    }
+    return -1;
+}
+
+/* Whether every page of the @a length bytes at @a addr is in memory */
+static bool ib_md_all_resident(void *addr, size_t length)
+{
+    size_t page = sysconf(_SC_PAGESIZE);
+    std::vector<unsigned char> vec((length + page - 1) / page);
+
+    if (mincore(addr, length, vec.data()) != 0) {
+        return false;
+    }
+    return std::all_of(vec.begin(), vec.end(),
+                       [](unsigned char v) { return (v & 1) != 0; });
+}
+
+/* Seed 000: Host, "the bytes of a bigarray, whose pages stay resident while
+ * registered": the registration of pages never touched brings them in and
+ * the kernel pins them for the device, until the deregistration (without
+ * the cache, at once) */
+TEST_F(ib_md, host_pages_stay_resident_and_pinned_while_registered) {
+    long before;
+    uct_mem_h memh;
+
+    uct_md_close(m_md);
+    m_md = NULL;
+    ASSERT_NO_FATAL_FAILURE(open_md("RCACHE", "no"));
+    before = ib_md_pinned_kib();
+    if (before < 0) {
+        GTEST_SKIP() << "this kernel says no VmPin in /proc/self/status";
+    }
+    ASSERT_FALSE(ib_md_all_resident(m_buffer, m_length))
+            << "the test's pages were in memory before the registration";
+
+    ASSERT_EQ(UCS_OK, mem_reg(m_buffer, m_length, UCT_MD_MEM_ACCESS_ALL,
+                              &memh));
+    EXPECT_TRUE(ib_md_all_resident(m_buffer, m_length));
+    EXPECT_GE(ib_md_pinned_kib() - before, (long)(m_length >> 10));
+
+    ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    EXPECT_EQ(before, ib_md_pinned_kib()) << "pinned past its deregistration";
 }
 
 /* The cache's settings are UCX's RCACHE_ ones under the domain's prefix:
