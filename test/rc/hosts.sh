@@ -41,7 +41,7 @@ tests=("$@")
 # After the one-sided and refused-read jobs, soft-RoCE's kernel code has
 # taken gpumem-b's kernel down under the next heavy traffic (OSU's, in
 # test/vm/README.md): they come after the others, before dead-peer, which
-# kills gpumem-b anyway
+# kills gpumem-b anyway (make check-vm2 runs each on machines of its own)
 [ ${#tests[@]} -gt 0 ] || tests=(identity p2p osu osc refused-read dead-peer)
 
 say() { echo "hosts.sh: $*"; }
@@ -405,6 +405,8 @@ for t in "${tests[@]}"; do
         failed+=("$t")
         continue
     fi
+    # Named to test/vm/run, which says it where a kernel dies under it
+    echo "hosts.sh $t" >"$GPUMEM_VM_CTL/step"
     if "test_${t//-/_}"; then
         say "$t passed ($(( $(date +%s) - t0 )) s)"
         [ -z "${GPUMEM_HOSTS_PASSED:-}" ] || echo "$t" >>"$GPUMEM_HOSTS_PASSED"
