@@ -3,7 +3,9 @@
 # the emu driver, taken by LD_LIBRARY_PATH, and UCX_GPUMEM_DRIVER=cuda. Both
 # see the emu's built-in machine (its export and its GPUs' facts), with the
 # emulated VRAM shared in a directory of the run's own. Runs the cuda
-# driver's own tests, the memory domain, copy, IPC and API suites, and
+# driver's own tests, the memory core, memory domain, copy, IPC and API
+# suites (the memory core's cases that the driver cannot run skip, saying
+# why), and
 # ucx_perftest -m cuda,cuda between two processes through gpumemcpy and
 # gpumemipc (test/tools/test_perftest_rma.sh), and MPI ranks whose kernel
 # denies pidfd_getfd, and ranks in PID namespaces of their own
@@ -15,7 +17,7 @@ build=$1
 export GPUMEM_TEST_DRIVER=cuda UCX_GPUMEM_DRIVER=cuda
 
 suites='cuda*:emu_cuda*:md.*:md_config.*:component.*:api.*:copy_*'
-suites+=':*/copy_ucp.*:ipc_*:*/ipc_ucp*'
+suites+=':*/copy_ucp.*:ipc_*:*/ipc_ucp*:mem*:*/mem_core*'
 if timeout -k 5 600 "$build/test/gtest/gtest" --gtest_filter="$suites"; then
     echo "PASS: gtest on the emulated CUDA"
 else

@@ -75,7 +75,11 @@ TEST_F(mem_core, gpu_memory_has_no_process_window) {
 }
 
 TEST_F(mem_core, no_room_now_is_no_memory_and_freeing_makes_room) {
-    gpumem_region_t *all = alloc(0, GPUMEM_KIND_GPU, VRAM_SIZE);
+    /* All the VRAM free now: the emu's whole, a live machine's what its
+     * processes left */
+    gpumem_region_t *all  = alloc(0, GPUMEM_KIND_GPU,
+                                  is_emu() ? (size_t)VRAM_SIZE :
+                                             vram_free(0));
     gpumem_region_t *more = NULL;
 
     ASSERT_TRUE(all != NULL);
@@ -90,6 +94,7 @@ TEST_F(mem_core, no_room_now_is_no_memory_and_freeing_makes_room) {
 }
 
 TEST_F(mem_core, no_room_injected_gives_back_what_it_took) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_region_t *region = NULL;
 
     m_driver->ops->inject_fault(dgpu(0), GPUMEM_DRIVER_FAULT_NO_ROOM);
@@ -133,6 +138,7 @@ protected:
 };
 
 TEST_P(mem_core_no_room, is_no_memory_takes_nothing_and_room_comes_back) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     std::vector<char> buffer(2 * 4096);
     void *pages              = (void*)(((uintptr_t)buffer.data() + 4095) &
                                        ~(uintptr_t)4095);
@@ -177,6 +183,7 @@ INSTANTIATE_TEST_SUITE_P(
         });
 
 TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     size_t free_before      = vram_free(0);
     gpumem_region_t *region = NULL;
@@ -195,6 +202,7 @@ TEST_F(mem_core, refusal_is_an_error_and_takes_nothing) {
 }
 
 TEST_F(mem_core, bar_memory_window_and_copy_engine_see_the_same_bytes) {
+    MEM_TEST_NEEDS(is_emu(), NO_BAR);
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_BAR, 4096);
     char *window;
 
@@ -213,6 +221,7 @@ TEST_F(mem_core, bar_memory_window_and_copy_engine_see_the_same_bytes) {
 }
 
 TEST_F(mem_core, bar_memory_that_no_bar_block_fits_is_no_room) {
+    MEM_TEST_NEEDS(is_emu(), NO_BAR);
     gpumem_region_t *region = NULL;
 
     close_machine();
@@ -257,6 +266,7 @@ TEST_F(mem_core, map_host_address_is_where_the_gpu_reaches_byte_a) {
 }
 
 TEST_F(mem_core, map_host_maps_anew_at_each_call) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_HOST_UVA), HOST_UVA);
     std::vector<char> buffer(4096, 'x');
     gpumem_region_t *first, *second;
 
@@ -279,6 +289,7 @@ TEST_F(mem_core, map_host_of_no_bytes_is_invalid) {
 }
 
 TEST_F(mem_core, map_host_pin_refused_is_an_error) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     std::vector<char> buffer(4096);
     gpumem_region_t *region = NULL;
     ucs_status_t status;
@@ -316,6 +327,7 @@ TEST_F(mem_core, map_peer_sees_the_owners_bytes) {
  * address space per machine, for GPU memory, system memory and borrowed
  * pages alike, and for a region map_peer gave */
 TEST_F(mem_core, map_peer_maps_at_the_address_the_region_has_there) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_PROCESS_MAPS), PROCESS_MAPS);
     std::vector<char> buffer(2 * 4096, 'h');
     gpumem_region_t *owned[3], *peer[3], *again;
 
@@ -351,6 +363,7 @@ TEST_F(mem_core, map_peer_maps_at_the_address_the_region_has_there) {
 /* One space per machine: map_peer maps at the region's addresses, so a
  * space with no room does not stop it */
 TEST_F(mem_core, map_peer_takes_no_addresses_from_a_full_space) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_HOST, 4096);
     gpumem_region_t *peer, *refused = NULL;
 
@@ -368,6 +381,7 @@ TEST_F(mem_core, map_peer_takes_no_addresses_from_a_full_space) {
 /* A bus client reaches memory at its physical addresses: another GPU's
  * mapping of it goes at that GPU's free as any other, and maps again */
 TEST_F(mem_core, peer_of_bus_reserved_memory_maps_again_after_its_free) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer;
     gpumem_bus_range_t *ranges;
@@ -406,6 +420,7 @@ TEST_F(mem_core, find_range_holds_the_address_asked_about) {
  * gives back what the owner holds, the peer still reaches the memory there,
  * and the addresses go with the peer's last free */
 TEST_F(mem_core, a_peer_holds_the_addresses_past_the_owners_release) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_PROCESS_MAPS), PROCESS_MAPS);
     gpumem_region_t *owned, *peer;
     uint64_t address;
 
@@ -509,6 +524,7 @@ TEST_F(mem_core, map_peer_of_a_peer_region_of_a_released_gpu_maps_the_owners) {
 /* ... and where the owner was released too, the refusal names the owner,
  * not the GPU that mapped r */
 TEST_F(mem_core, map_peer_of_a_peer_region_of_a_released_owner_names_it) {
+    MEM_TEST_NEEDS(is_emu(), LIVE_MACHINE);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *owned, *peer, *back = NULL;
     char name[GPUMEM_TOPO_PCI_STR_MAX];
@@ -666,6 +682,7 @@ INSTANTIATE_TEST_SUITE_P(call, mem_core_owner_gives_back,
                                          "free", "release"));
 
 TEST_F(mem_core, map_peer_refused_where_gpu_does_not_reach) {
+    MEM_TEST_NEEDS(is_emu(), LIVE_MACHINE);
     gpumem_region_t *owned, *peer = NULL;
 
     /* Minsky: GPUs of two sockets, no NVLink between them, POWER8 */
@@ -685,6 +702,7 @@ TEST_F(mem_core, map_peer_refused_where_gpu_does_not_reach) {
 /* A refusal at map_peer's pin step: the pin's reason, nothing taken, and
  * the owner's memory is its own alone again (its free gives it back) */
 TEST_F(mem_core, map_peer_pin_refused_carries_its_reason_and_takes_nothing) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_HOST, 4096);
     gpumem_region_t *peer  = NULL;
@@ -973,6 +991,7 @@ TEST_F(mem_core, release_ends_its_mappings_of_peers_memory) {
 }
 
 TEST_F(mem_core, unconfirmed_flush_keeps_memory_until_release) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 4096);
 
     m_driver->ops->inject_fault(dgpu(0),
@@ -987,6 +1006,7 @@ TEST_F(mem_core, unconfirmed_flush_keeps_memory_until_release) {
 }
 
 TEST_F(mem_core, peers_unconfirmed_flush_keeps_owners_memory_to_its_release) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer, *next;
 
@@ -1011,6 +1031,7 @@ TEST_F(mem_core, peers_unconfirmed_flush_keeps_owners_memory_to_its_release) {
  * release, and none of what the peer holds before its own": after the
  * owner's release, the peer's release gives it back */
 TEST_F(mem_core, peers_unconfirmed_flush_after_owners_release_goes_at_its_own) {
+    MEM_TEST_NEEDS(injects_faults(), NO_FAULTS);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer;
 
@@ -1029,6 +1050,7 @@ TEST_F(mem_core, peers_unconfirmed_flush_after_owners_release_goes_at_its_own) {
 }
 
 TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
     const gpumem_topo_dev_t *nic = last_nic();
     gpumem_bus_range_t *ranges;
@@ -1053,6 +1075,7 @@ TEST_F(mem_core, bus_gives_bar_addresses_and_reserves_the_memory) {
  * are reserved for client, whatever is freed or released meanwhile ...
  * Asking again reserves nothing more." */
 TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
     const gpumem_topo_dev_t *nic = last_nic();
     gpumem_bus_range_t *first, *again;

@@ -68,6 +68,7 @@ protected:
 /* One process allocates and exports, another imports and maps: both see
  * the same bytes, and the owner's free while the peer maps keeps them */
 TEST_F(mem_export, peer_process_maps_the_memory_and_outlives_the_owners_free) {
+    MEM_TEST_NEEDS(is_emu(), NO_FORK);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
     gpumem_test::channel chan;
     std::string handle;
@@ -191,6 +192,7 @@ TEST_F(mem_export, bad_handles_are_refused_and_map_nothing) {
  * taken: another process's open of the machine's GPUs is refused, naming
  * the process, until the last such mapping goes */
 TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
+    MEM_TEST_NEEDS(keeps_taken(), NOT_TAKEN);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer;
 
@@ -229,6 +231,7 @@ TEST_F(mem_export, released_gpu_whose_memory_a_peer_maps_stays_taken) {
  * owner's memory, and its function taken, to the peer's own release; then
  * both go back, before the GPU objects are destroyed */
 TEST_F(mem_export, peers_unconfirmed_free_after_owners_release_untakes_later) {
+    MEM_TEST_NEEDS(keeps_taken(), NOT_TAKEN);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *peer;
 
@@ -250,6 +253,7 @@ TEST_F(mem_export, peers_unconfirmed_free_after_owners_release_untakes_later) {
  * gpumem_region_check() of the import, refuse memory that is no longer what
  * the handle named */
 TEST_F(mem_export, reuse_of_an_import_checks_the_memory_it_maps) {
+    MEM_TEST_NEEDS(is_emu(), EMU_HOOK);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_region_t *first, *again = NULL;

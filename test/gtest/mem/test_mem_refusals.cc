@@ -146,6 +146,7 @@ protected:
 /* Seed: bus "Error why, reserving nothing, where ... client ... names no
  * function of the machine, why naming it" */
 TEST_F(mem_refusal, bus_refuses_a_client_of_another_machine_naming_it) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *region    = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_topo_reach_t client = nic_reach();
@@ -185,6 +186,7 @@ TEST_F(mem_refusal, bus_refuses_an_address_of_no_function_naming_it) {
 /* Seed: bus refuses where "the GPU ... is behind an IOMMU that translates
  * its requests", naming the GPU */
 TEST_F(mem_refusal, bus_refuses_where_an_iommu_translates_the_gpus_requests) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *region    = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_topo_reach_t client = nic_reach();
@@ -203,6 +205,7 @@ TEST_F(mem_refusal, bus_refuses_where_an_iommu_translates_the_gpus_requests) {
 /* Seed: bus refuses where "the ... client is behind an IOMMU that
  * translates its requests", naming the client */
 TEST_F(mem_refusal, bus_refuses_where_an_iommu_translates_the_clients) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *region    = alloc(0, GPUMEM_KIND_GPU, 4096);
     gpumem_topo_reach_t client = nic_reach();
@@ -220,6 +223,7 @@ TEST_F(mem_refusal, bus_refuses_where_an_iommu_translates_the_clients) {
 /* Seed: bus refuses GPU memory where "the memory BAR is smaller than the
  * GPU's memory", naming the BAR */
 TEST_F(mem_refusal, bus_refuses_where_the_bar_is_smaller_than_the_memory) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_topo_reach_t client;
     gpumem_region_t *region;
@@ -242,6 +246,7 @@ TEST_F(mem_refusal, bus_refuses_where_the_bar_is_smaller_than_the_memory) {
  * requests to it, as reaches states": on lassen (POWER9), a NIC of the
  * other socket, under a host bridge Linux's p2pdma does not list */
 TEST_F(mem_refusal, bus_refuses_where_the_bus_does_not_carry_the_requests) {
+    MEM_TEST_NEEDS(!driver_has(GPUMEM_DRIVER_FLAG_NO_PHYS), NO_PHYS);
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_topo_reach_t client;
     gpumem_region_t *region;

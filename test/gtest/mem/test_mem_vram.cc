@@ -36,6 +36,7 @@ protected:
 
 
 TEST_F(mem_vram, region_vram_names_the_bytes_of_gpu_memory) {
+    MEM_TEST_NEEDS(is_emu(), NO_BAR);
     gpumem_region_t *region = alloc(0, GPUMEM_KIND_GPU, 1 << 20);
     gpumem_driver_mem_t *vram;
     size_t offset = 1;
@@ -52,6 +53,7 @@ TEST_F(mem_vram, region_vram_names_the_bytes_of_gpu_memory) {
 }
 
 TEST_F(mem_vram, region_vram_of_bar_memory_lies_inside_the_bar) {
+    MEM_TEST_NEEDS(is_emu(), NO_BAR);
     gpumem_region_t *region;
     gpumem_driver_mem_t *vram;
     size_t offset;
@@ -74,6 +76,7 @@ TEST_F(mem_vram, region_vram_of_bar_memory_lies_inside_the_bar) {
 }
 
 TEST_F(mem_vram, peer_region_names_the_owners_vram) {
+    MEM_TEST_NEEDS(is_emu(), NO_BAR);
     gpumem_region_t *owned = alloc(0, GPUMEM_KIND_GPU, 65536);
     gpumem_driver_mem_t *vram, *peer_vram;
     gpumem_region_t *peer;
