@@ -192,7 +192,16 @@ udmabuf::udmabuf(size_t length) : m_length(length)
     if (m_dmabuf_fd < 0) {
         m_why = std::string("UDMABUF_CREATE failed: ") + strerror(errno);
     }
+    m_made = (m_dmabuf_fd >= 0);
     close(dev);
+}
+
+void udmabuf::close_fd()
+{
+    if (m_dmabuf_fd >= 0) {
+        close(m_dmabuf_fd);
+        m_dmabuf_fd = -1;
+    }
 }
 
 udmabuf::~udmabuf()

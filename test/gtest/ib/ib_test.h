@@ -116,17 +116,21 @@ public:
     ~udmabuf();
 
     /* Whether it was made; otherwise why() says why not */
-    bool made() const { return m_dmabuf_fd >= 0; }
+    bool made() const { return m_made; }
     const std::string &why() const { return m_why; }
 
     int fd() const { return m_dmabuf_fd; }
     void *host_address() const { return m_host; }
+
+    /* Closes the dma-buf's descriptor: its memory stays mapped */
+    void close_fd();
     size_t length() const { return m_length; }
 
 private:
     size_t      m_length;
     int         m_memfd     = -1;
     int         m_dmabuf_fd = -1;
+    bool        m_made      = false;
     void        *m_host     = NULL;
     std::string m_why;
 };

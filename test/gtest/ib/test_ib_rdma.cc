@@ -208,3 +208,41 @@ TEST_F(ib_rdma, rdma_write_lands_in_a_dmabuf_registered_through_host_pages) {
     EXPECT_EQ(length, count(dmabuf.host_address(), 0xab, length));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
 }
+
+/* Seed 000: Dmabuf, "the kernel keeps the dma-buf while it is registered, so
+ * fd may be closed once register returns": the dma-buf's descriptor closed
+ * after the registration (here soft-RoCE's, of its host pages), a peer's
+ * write lands and a peer's read takes the bytes, until the deregistration */
+TEST_F(ib_rdma, dmabuf_fd_closed_after_registration_still_moves_bytes) {
+    gpumem_test::udmabuf dmabuf(length);
+    gpumem_reg_remote_view_t peer;
+    uct_mem_h memh;
+
+    if (!dmabuf.made()) {
+        GTEST_SKIP() << dmabuf.why();
+    }
+    memset(dmabuf.host_address(), 0, length);
+
+    {
+        log_capture log;
+        ASSERT_EQ(UCS_OK, reg_memory(
+                dmabuf_params(dmabuf.fd(), 0, length,
+                              (uintptr_t)dmabuf.host_address(),
+                              dmabuf.host_address()),
+                &memh));
+    }
+    dmabuf.close_fd();
+
+    ASSERT_EQ(UCS_OK, gpumem_reg_view_export(uct_gpumem_ib_memh_view(memh),
+                                             &peer));
+    EXPECT_EQ(IBV_WC_SUCCESS, m_qps->rdma(IBV_WR_RDMA_WRITE, source(0, length),
+                                          peer.address, peer.rkey));
+    EXPECT_EQ(length, count(dmabuf.host_address(), 0xab, length));
+
+    memset(dmabuf.host_address(), 0x5c, length);
+    memset(m_source, 0, length);
+    EXPECT_EQ(IBV_WC_SUCCESS, m_qps->rdma(IBV_WR_RDMA_READ, source(0, length),
+                                          peer.address, peer.rkey));
+    EXPECT_EQ(length, count(m_source, 0x5c, length));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+}
