@@ -864,12 +864,12 @@ gpumem_map_peer_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     mapped = (region->mapping == NULL) ? region->source : region;
     if ((mapped->mapping == NULL) ||
         mapped->mapping->memory->owner->released) {
+        /* Named under the lock: the owner may free its region meanwhile */
+        gpumem_gpu_name((mapped->mapping == NULL) ? mapped->gpu :
+                        mapped->mapping->memory->owner, owner_name);
         gpumem_mem_global_unlock();
         ucs_error("gpumem: map_peer of memory of GPU %s, whose function was "
-                  "released: another open may have reset it",
-                  gpumem_gpu_name((mapped->mapping == NULL) ? mapped->gpu :
-                                  mapped->mapping->memory->owner,
-                                  owner_name));
+                  "released: another open may have reset it", owner_name);
         return UCS_ERR_NOT_CONNECTED;
     }
 
