@@ -7,6 +7,10 @@
 #ifndef GPUMEM_MEM_TEST_H_
 #define GPUMEM_MEM_TEST_H_
 
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
 #include <common/gpumem_test.h>
 #include <common/temp_dir.h>
 
@@ -106,6 +110,9 @@ protected:
     static constexpr const char *NO_FAULTS =
             "injects no faults in this build (configure "
             "--enable-fault-injection)";
+    static constexpr const char *NO_SUCH_FAULT =
+            "cannot inject this fault: its calls that take addresses or "
+            "write tables are CUDA's own (cuMemAddressReserve, cuMemMap)";
     static constexpr const char *LIVE_MACHINE =
             "runs the live machine's GPUs, not the machine this case opens";
     static constexpr const char *EMU_HOOK =
@@ -136,8 +143,33 @@ protected:
         return m_driver->ops->inject_fault != NULL;
     }
 
+    /* Whether a build with fault injection injects @a fault: the emu every
+     * fault, the cuda driver those of its own allocations, pins and
+     * flushes */
+    bool injects(gpumem_driver_fault_t fault) const {
+        return is_emu() || (fault <= GPUMEM_DRIVER_FAULT_KERNEL_REFUSES);
+    }
+
     bool driver_has(unsigned flag) const {
         return (m_driver->ops->flags & flag) != 0;
+    }
+
+    /* The words of the driver's log line for an injected refusal of an
+     * allocation of @a size bytes of VRAM, and of a pin: the emu's are the
+     * kernel's, the cuda driver's its own (its allocation in granules) */
+    std::vector<std::string> alloc_refused(size_t size) const {
+        if (is_emu()) {
+            return {"the kernel refuses " + std::to_string(size) +
+                    " bytes of VRAM"};
+        }
+        return {"allocation of", "bytes refused (injected fault)"};
+    }
+
+    std::vector<std::string> pin_refused() const {
+        if (is_emu()) {
+            return {"the kernel refuses to pin"};
+        }
+        return {"pin of", "refused (injected fault)"};
     }
 
     bool keeps_taken() const {
@@ -179,6 +211,8 @@ protected:
             gpumem_gpu_t *gpu;
             ASSERT_EQ(UCS_OK, gpumem_gpu_create(m_driver, i, &gpu));
             m_gpus.push_back(gpu);
+        }
+        for (unsigned i = 0; i < m_gpus.size(); ++i) {
             m_vram_free_at_open.push_back(vram_free(i));
         }
         if (m_gpus.size() < 2) {
