@@ -416,6 +416,7 @@ for t in "${tests[@]}"; do
         # gpumem-b is dead on purpose after dead-peer
         [ "$t" = dead-peer ] || peer_state "$t"
     fi
+    echo "hosts.sh, after $t" >"$GPUMEM_VM_CTL/step"
 done
 if [ ${#failed[@]} -gt 0 ]; then
     say "why, in short:"
