@@ -97,6 +97,19 @@ protected:
         return local;
     }
 
+    /* The dma-buf registered through its host pages (soft-RoCE refuses
+     * dma-bufs: said once, not asserted here) */
+    void register_dmabuf(const gpumem_test::udmabuf &dmabuf,
+                         uct_mem_h *memh_p) {
+        log_capture log;
+
+        ASSERT_EQ(UCS_OK, reg_memory(
+                dmabuf_params(dmabuf.fd(), 0, length,
+                              (uintptr_t)dmabuf.host_address(),
+                              dmabuf.host_address()),
+                memh_p));
+    }
+
     static size_t count(const void *p, uint8_t value, size_t bytes) {
         const uint8_t *b = static_cast<const uint8_t*>(p);
         size_t n         = 0;
@@ -192,15 +205,7 @@ TEST_F(ib_rdma, rdma_write_lands_in_a_dmabuf_registered_through_host_pages) {
         GTEST_SKIP() << dmabuf.why();
     }
     memset(dmabuf.host_address(), 0, length);
-
-    {
-        log_capture log;
-        ASSERT_EQ(UCS_OK, reg_memory(
-                dmabuf_params(dmabuf.fd(), 0, length,
-                              (uintptr_t)dmabuf.host_address(),
-                              dmabuf.host_address()),
-                &memh));
-    }
+    ASSERT_NO_FATAL_FAILURE(register_dmabuf(dmabuf, &memh));
     ASSERT_EQ(UCS_OK, gpumem_reg_view_export(uct_gpumem_ib_memh_view(memh),
                                              &peer));
     EXPECT_EQ(IBV_WC_SUCCESS, m_qps->rdma(IBV_WR_RDMA_WRITE, source(0, length),
@@ -222,15 +227,7 @@ TEST_F(ib_rdma, dmabuf_fd_closed_after_registration_still_moves_bytes) {
         GTEST_SKIP() << dmabuf.why();
     }
     memset(dmabuf.host_address(), 0, length);
-
-    {
-        log_capture log;
-        ASSERT_EQ(UCS_OK, reg_memory(
-                dmabuf_params(dmabuf.fd(), 0, length,
-                              (uintptr_t)dmabuf.host_address(),
-                              dmabuf.host_address()),
-                &memh));
-    }
+    ASSERT_NO_FATAL_FAILURE(register_dmabuf(dmabuf, &memh));
     dmabuf.close_fd();
 
     ASSERT_EQ(UCS_OK, gpumem_reg_view_export(uct_gpumem_ib_memh_view(memh),

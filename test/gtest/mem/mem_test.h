@@ -192,6 +192,19 @@ protected:
         EXPECT_TRUE(m_shm_dir.remove());
     }
 
+    /* The GPU objects of the driver just opened, its tables spied on where
+     * the case asked */
+    void create_gpus() {
+        if (m_spy_tables) {
+            mem_table_spy::install(m_driver);
+        }
+        for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {
+            gpumem_gpu_t *gpu;
+            ASSERT_EQ(UCS_OK, gpumem_gpu_create(m_driver, i, &gpu));
+            m_gpus.push_back(gpu);
+        }
+    }
+
     /* The live machine's GPUs through the cuda driver, where the suite
      * runs on it (GPUMEM_TEST_DRIVER=cuda), with the topology and facts
      * its settings name (the emulated CUDA's machine) */
@@ -204,14 +217,7 @@ protected:
         params.sysfs_root = getenv("UCX_GPUMEM_SYSFS_ROOT");
         ASSERT_EQ(UCS_OK, gpumem_topo_load(&params, &m_topo));
         ASSERT_EQ(UCS_OK, gpumem_cuda_open(m_topo, &m_driver));
-        if (m_spy_tables) {
-            mem_table_spy::install(m_driver);
-        }
-        for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {
-            gpumem_gpu_t *gpu;
-            ASSERT_EQ(UCS_OK, gpumem_gpu_create(m_driver, i, &gpu));
-            m_gpus.push_back(gpu);
-        }
+        ASSERT_NO_FATAL_FAILURE(create_gpus());
         for (unsigned i = 0; i < m_gpus.size(); ++i) {
             m_vram_free_at_open.push_back(vram_free(i));
         }
@@ -251,15 +257,7 @@ protected:
         config.shm_dir         = m_shm_dir.path().c_str();
         config.copy_inline_max = 8192;
         ASSERT_EQ(UCS_OK, gpumem_emu_open(&config, m_topo, &m_driver));
-        if (m_spy_tables) {
-            mem_table_spy::install(m_driver);
-        }
-
-        for (unsigned i = 0; i < m_driver->ops->num_gpus(m_driver); ++i) {
-            gpumem_gpu_t *gpu;
-            ASSERT_EQ(UCS_OK, gpumem_gpu_create(m_driver, i, &gpu));
-            m_gpus.push_back(gpu);
-        }
+        ASSERT_NO_FATAL_FAILURE(create_gpus());
         ASSERT_GE(m_gpus.size(), 2u);
     }
 
