@@ -31,11 +31,11 @@ typedef struct gpumem_emu_cuda_side {
 } gpumem_emu_cuda_side_t;
 
 
-/* What @a size bytes at @a addr are: device memory inside one range, or
- * host memory (managed memory too, which is the CPU's until a GPU touches
- * it); an address in the GPUs' space that no allocation holds is refused,
- * as NVIDIA's driver refuses it */
-static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size,
+/* What @a size bytes at @a addr, the destination where @a is_dst, are:
+ * device memory inside one range, or host memory (managed memory too, which
+ * is the CPU's until a GPU touches it); an address in the GPUs' space that
+ * no allocation holds is refused, as NVIDIA's driver refuses it */
+static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size, int is_dst,
                                      gpumem_emu_cuda_side_t *side)
 {
     gpumem_emu_cuda_range_t *range = gpumem_emu_cuda_range_find(addr);
@@ -68,10 +68,13 @@ static CUresult gpumem_emu_cuda_side(uint64_t addr, size_t size,
 
     /* Host memory is the caller's to give, as in CUDA; the engine here
      * copies it with the CPU, so a page it cannot read (NULL, unmapped,
-     * reserved for a GPU) is said at the call instead of faulting */
-    if (!gpumem_proc_readable(addr, size)) {
+     * reserved for a GPU), or as the destination write (read-only), is said
+     * at the call instead of faulting */
+    if (is_dst ? !gpumem_proc_writable(addr, size) :
+                 !gpumem_proc_readable(addr, size)) {
         ucs_debug("gpumem emulated CUDA: copy of %zu bytes at 0x%"PRIx64
-                  ": host memory this process cannot read", size, addr);
+                  ": host memory this process cannot %s", size, addr,
+                  is_dst ? "write" : "read");
         return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -113,9 +116,9 @@ static CUresult gpumem_emu_cuda_memcpy(CUdeviceptr dst, CUdeviceptr src,
         return gpumem_emu_cuda_return(res);
     }
 
-    res = gpumem_emu_cuda_side(dst, size, &dst_side);
+    res = gpumem_emu_cuda_side(dst, size, 1, &dst_side);
     if (res == CUDA_SUCCESS) {
-        res = gpumem_emu_cuda_side(src, size, &src_side);
+        res = gpumem_emu_cuda_side(src, size, 0, &src_side);
     }
     if (res == CUDA_SUCCESS) {
         res = gpumem_emu_cuda_engine(&dst_side, &src_side,

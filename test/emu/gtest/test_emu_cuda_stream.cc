@@ -477,6 +477,46 @@ TEST_F(emu_cuda_stream, host_memory_that_cannot_be_read_is_an_invalid_value) {
     EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_dst, bytes.data(), 4096));
 }
 
+/* A host destination the CPU may read but not write (a read-only mapping,
+ * a page of code): CUDA_ERROR_INVALID_VALUE at the call, the page as it was
+ * and the process alive; the same bytes made writable again are copied */
+TEST_F(emu_cuda_stream, host_destination_that_cannot_be_written_is_refused) {
+    std::vector<unsigned char> bytes(4096, 5);
+    unsigned char *page;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_src, bytes.data(), 4096));
+    page = (unsigned char*)mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)page);
+    memset(page, 1, 8192);
+    /* The second page only: a range is refused for any page of it */
+    ASSERT_EQ(0, mprotect(page + 4096, 4096, PROT_READ));
+
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuMemcpyDtoH(page + 4096, m_src, 16));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuMemcpyDtoH(page + 4000, m_src, 4096));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuMemcpyAsync((CUdeviceptr)(page + 4096), m_src, 16,
+                              m_stream));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuMemsetD8((CUdeviceptr)(page + 4096), 0, 16));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              p_cuMemcpyDtoH(reinterpret_cast<void*>(&wait_for), m_src,
+                             16));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+    EXPECT_EQ(std::vector<unsigned char>(8192, 1),
+              std::vector<unsigned char>(page, page + 8192));
+
+    /* The source side of the same pages is read as it was */
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_dst, page + 4096, 4096));
+
+    ASSERT_EQ(0, mprotect(page + 4096, 4096, PROT_READ | PROT_WRITE));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoH(page + 4000, m_src, 4096));
+    EXPECT_EQ(bytes, std::vector<unsigned char>(page + 4000, page + 8096));
+    munmap(page, 8192);
+}
+
 /* A context another thread destroyed, still current here: this thread's
  * next call says so, and the process lives */
 TEST_F(emu_cuda_stream, context_destroyed_by_another_thread_is_said) {

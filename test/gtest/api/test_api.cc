@@ -240,7 +240,7 @@ TEST_F(api, a_range_outside_its_allocation_is_refused_and_logged) {
     ASSERT_NE(MAP_FAILED, page);
     ASSERT_EQ(0, munmap(page, 4096));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_memcpy(page, dev, 16));
-    log.expect("nor memory this process may read");
+    log.expect("nor memory this process may write");
 
     /* Between two GPUs, the source's range is checked on its own GPU */
     ASSERT_EQ(0, gpumem_device_set(1));
@@ -252,6 +252,39 @@ TEST_F(api, a_range_outside_its_allocation_is_refused_and_logged) {
     log.expect_none();
 
     EXPECT_EQ(0, gpumem_device_free(other));
+    EXPECT_EQ(0, gpumem_device_free(dev));
+}
+
+/* A host destination that may be read but not written (a read-only page,
+ * code) is refused before any byte moves, and the page is as it was; the
+ * same page as a source is read */
+TEST_F(api, a_host_destination_that_cannot_be_written_is_refused) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    std::vector<char> host(4096, 'h');
+    char *dev, *page;
+
+    ASSERT_EQ(0, gpumem_device_malloc((void**)&dev, 4096));
+    ASSERT_EQ(0, gpumem_device_memcpy(dev, &host[0], 4096));
+    page = (char*)mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)page);
+    memset(page, 'p', 4096);
+    ASSERT_EQ(0, mprotect(page, 4096, PROT_READ));
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, gpumem_device_memcpy(page, dev, 16));
+    log.expect("nor memory this process may write");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              gpumem_device_memcpy(reinterpret_cast<void*>(&gpumem_device_free),
+                                   dev, 16));
+    log.expect("dst");
+    EXPECT_EQ(std::string(4096, 'p'), std::string(page, 4096));
+
+    EXPECT_EQ(0, gpumem_device_memcpy(dev, page, 4096));
+    log.expect_none();
+    ASSERT_EQ(0, gpumem_device_memcpy(&host[0], dev, 4096));
+    EXPECT_EQ(std::vector<char>(4096, 'p'), host);
+
+    munmap(page, 4096);
     EXPECT_EQ(0, gpumem_device_free(dev));
 }
 

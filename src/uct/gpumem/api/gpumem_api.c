@@ -387,10 +387,11 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
     }
 
     status = gpumem_api_range_check(context, dst, size,
-                                    "gpumem_device_memcpy", "dst", &dst_gpu);
+                                    "gpumem_device_memcpy", "dst", 1,
+                                    &dst_gpu);
     if (status == UCS_OK) {
         status = gpumem_api_range_check(context, src, size,
-                                        "gpumem_device_memcpy", "src",
+                                        "gpumem_device_memcpy", "src", 0,
                                         &src_gpu);
     }
     if (status == UCS_OK) {
@@ -421,7 +422,7 @@ gpumem_result_t gpumem_device_memset(void *ptr, int value, size_t size)
         return status;
     }
     status = gpumem_api_range_check(context, ptr, size,
-                                    "gpumem_device_memset", "ptr", &gpu);
+                                    "gpumem_device_memset", "ptr", 1, &gpu);
 
     memset(chunk, value, sizeof(chunk));
     for (offset = 0; (status == UCS_OK) && (offset < size);

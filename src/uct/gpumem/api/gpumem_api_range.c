@@ -22,7 +22,7 @@
 ucs_status_t gpumem_api_range_check(uct_gpumem_context_t *context,
                                     const void *ptr, size_t size,
                                     const char *call, const char *role,
-                                    int *gpu_p)
+                                    int write, int *gpu_p)
 {
     uintptr_t addr = (uintptr_t)ptr;
     uint64_t base;
@@ -37,9 +37,11 @@ ucs_status_t gpumem_api_range_check(uct_gpumem_context_t *context,
 
     gpu = uct_gpumem_context_find_gpu(context, ptr);
     if (gpu < 0) {
-        if (!gpumem_proc_readable(addr, size)) {
+        if (write ? !gpumem_proc_writable(addr, size) :
+                    !gpumem_proc_readable(addr, size)) {
             ucs_error("gpumem: %s: %s %p..+%zu is neither a GPU's memory "
-                      "nor memory this process may read", call, role, ptr, size);
+                      "nor memory this process may %s", call, role, ptr, size,
+                      write ? "write" : "read");
             return UCS_ERR_INVALID_PARAM;
         }
         *gpu_p = -1;

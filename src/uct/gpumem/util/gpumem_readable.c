@@ -1,6 +1,6 @@
 /**
- * gpumem utilities: whether the CPU may read a range of this process's
- * memory, asked of the kernel rather than found by a fault.
+ * gpumem utilities: whether the CPU may read, or write, a range of this
+ * process's memory, asked of the kernel rather than found by a fault.
  *
  * See file LICENSE for terms.
  */
@@ -43,12 +43,14 @@ static int gpumem_proc_mapped(uintptr_t addr, size_t size)
     return 1;
 }
 
-/* Whether the CPU may read every page of @a size bytes at @a addr: a byte
- * of each is read with process_vm_readv(2), which says EFAULT where the
- * copy itself would fault (an address range reserved for a GPU is mapped,
- * but not readable). Where a seccomp profile denies the call, whether
- * every page is mapped. */
-static int gpumem_proc_readable_range(uintptr_t addr, size_t size)
+/* Whether the CPU may read, and where @a write may also write, every page
+ * of @a size bytes at @a addr: a byte of each page is read with
+ * process_vm_readv(2), into a buffer of its own, or onto itself where it is
+ * to be written, which the kernel does as a write of this process's
+ * (EFAULT where the page is read-only). A byte written onto itself keeps
+ * its value: bytes about to be copied over may meanwhile change only by a
+ * race of the caller's. */
+static int gpumem_proc_access_range(uintptr_t addr, size_t size, int write)
 {
     struct iovec remote[GPUMEM_READABLE_PAGES];
     char bytes[GPUMEM_READABLE_PAGES];
@@ -69,7 +71,10 @@ static int gpumem_proc_readable_range(uintptr_t addr, size_t size)
 
         local.iov_base = bytes;
         local.iov_len  = count;
-        length         = process_vm_readv(getpid(), &local, 1, remote, count,
+        length         = write ?
+                         process_vm_readv(getpid(), remote, count, remote,
+                                          count, 0) :
+                         process_vm_readv(getpid(), &local, 1, remote, count,
                                           0);
         if ((length < 0) && (errno != EFAULT)) {
             return gpumem_proc_mapped(
@@ -82,10 +87,20 @@ static int gpumem_proc_readable_range(uintptr_t addr, size_t size)
     return 1;
 }
 
-int gpumem_proc_readable(uintptr_t addr, size_t size)
+static int gpumem_proc_access(uintptr_t addr, size_t size, int write)
 {
     if (size > UINTPTR_MAX - addr) {
         return 0;
     }
-    return gpumem_proc_readable_range(addr, size);
+    return gpumem_proc_access_range(addr, size, write);
+}
+
+int gpumem_proc_readable(uintptr_t addr, size_t size)
+{
+    return gpumem_proc_access(addr, size, 0);
+}
+
+int gpumem_proc_writable(uintptr_t addr, size_t size)
+{
+    return gpumem_proc_access(addr, size, 1);
 }

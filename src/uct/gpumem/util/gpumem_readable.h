@@ -1,6 +1,6 @@
 /**
- * gpumem utilities: whether the CPU may read a range of this process's
- * memory, asked of the kernel rather than found by a fault.
+ * gpumem utilities: whether the CPU may read, or write, a range of this
+ * process's memory, asked of the kernel rather than found by a fault.
  *
  * See file LICENSE for terms.
  */
@@ -20,9 +20,18 @@ BEGIN_C_DECLS
  * where a read would fault (an unmapped page, addresses reserved for a GPU
  * and mapped with no access); where a seccomp profile denies that call,
  * whether every page is mapped (mincore(2)). One system call a megabyte.
- * Whether the bytes may be written is not asked.
  */
 int gpumem_proc_readable(uintptr_t addr, size_t size);
+
+
+/**
+ * Whether the CPU may also write every byte of the @a size bytes at @a addr,
+ * which are about to be copied over: as gpumem_proc_readable(), with the
+ * byte read of each page written back onto itself, which the kernel refuses
+ * (EFAULT) where the page is read-only. Where a seccomp profile denies
+ * process_vm_readv(2), whether every page is mapped.
+ */
+int gpumem_proc_writable(uintptr_t addr, size_t size);
 
 END_C_DECLS
 
