@@ -58,6 +58,10 @@ struct CUctx_st {
                                  primary one's, from its first retain) */
     unsigned        flags;    /* cuCtxSetFlags' */
     ucs_list_link_t streams;  /* All its streams, the NULL one included */
+    CUresult        sticky;   /* A fault the engine found in its work:
+                                 every later call that uses the context
+                                 returns it, as CUDA's sticky errors, until
+                                 the context ends */
 };
 
 

@@ -52,6 +52,9 @@ CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p)
                   "destroyed", ctx);
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     }
+    if (ctx->sticky != CUDA_SUCCESS) {
+        return ctx->sticky;
+    }
     *ctx_p = ctx;
     return CUDA_SUCCESS;
 }
@@ -228,8 +231,10 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device)
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
     }
     if (--ctx->refs == 0) {
-        /* The context's work ends with it */
+        /* The context's work ends with it, and a sticky error: the next
+         * retain makes a new one */
         gpumem_emu_cuda_ctx_drain(ctx);
+        ctx->sticky = CUDA_SUCCESS;
     }
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }

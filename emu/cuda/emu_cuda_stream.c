@@ -116,6 +116,9 @@ CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p)
         if (!gpumem_emu_cuda_live_is(handle, GPUMEM_EMU_CUDA_LIVE_STREAM)) {
             return CUDA_ERROR_INVALID_HANDLE;
         }
+        if (handle->ctx->sticky != CUDA_SUCCESS) {
+            return handle->ctx->sticky;
+        }
         *stream_p = handle;
         return CUDA_SUCCESS;
     }
@@ -132,6 +135,14 @@ static void gpumem_emu_cuda_op_done(CUstream stream, gpumem_emu_cuda_op_t *op,
 {
     if ((status != UCS_OK) && (stream->error == CUDA_SUCCESS)) {
         stream->error = gpumem_emu_cuda_result(status);
+    }
+    if ((status == UCS_ERR_INVALID_ADDR) &&
+        (stream->ctx->sticky == CUDA_SUCCESS)) {
+        /* An address the engine found unmapped: on a GPU, a fault that
+         * leaves the context unusable */
+        ucs_debug("gpumem emulated CUDA: context %p: its work faulted, "
+                  "every later call in it fails", stream->ctx);
+        stream->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
     }
     ucs_list_del(&op->list);
     ucs_free(op);

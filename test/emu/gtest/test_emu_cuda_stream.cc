@@ -517,6 +517,59 @@ TEST_F(emu_cuda_stream, host_destination_that_cannot_be_written_is_refused) {
     munmap(page, 8192);
 }
 
+/* Memory freed while another context's copy still waits to read it: the
+ * engine finds the address unmapped, and that context's error is sticky,
+ * as on a GPU: the stream says CUDA_ERROR_ILLEGAL_ADDRESS, and so does every
+ * later call in the context, until it is destroyed; the primary context
+ * goes on, and the process lives */
+TEST_F(emu_cuda_stream, fault_found_by_the_engine_is_sticky_in_its_context) {
+    gpumem_test::watchdog watchdog("a copy of freed memory", emu_cuda_hang);
+    static std::atomic<int> go;
+    std::vector<unsigned char> bytes(4096, 7), back(4096, 0);
+    CUdeviceptr freed, ptr = 0;
+    CUstream stream;
+    CUcontext ctx;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&freed, 4096));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxCreate(&ctx, NULL, 0, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamCreate(&stream, 0));
+
+    /* The copy waits behind a host function until the memory is freed */
+    go = 0;
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            stream, [](void*) { wait_for(go); }, NULL));
+    ASSERT_EQ(CUDA_SUCCESS,
+              p_cuMemcpyAsync((CUdeviceptr)back.data(), freed, 4096, stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemFree(freed));
+    go = 1;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(ctx));
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuStreamSynchronize(stream));
+    EXPECT_EQ(std::vector<unsigned char>(4096, 0), back);
+    expect_log("source device address");
+
+    /* Sticky: asked again, and by other calls of the context */
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuStreamSynchronize(stream));
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuStreamQuery(stream));
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuCtxSynchronize());
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuMemAlloc(&ptr, 4096));
+    EXPECT_EQ(0u, ptr);
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS,
+              p_cuMemcpyAsync(m_dst, (CUdeviceptr)bytes.data(), 4096,
+                              stream));
+
+    /* The primary context, current again, is not this one */
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_dst, bytes.data(), 4096));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
+
+    /* Its end ends the error */
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamDestroy(stream));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxDestroy(ctx));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxSynchronize());
+}
+
 /* A context another thread destroyed, still current here: this thread's
  * next call says so, and the process lives */
 TEST_F(emu_cuda_stream, context_destroyed_by_another_thread_is_said) {
