@@ -116,9 +116,9 @@ static CUresult gpumem_emu_cuda_memcpy(CUdeviceptr dst, CUdeviceptr src,
         return gpumem_emu_cuda_return(res);
     }
 
-    res = gpumem_emu_cuda_side(dst, size, 1, &dst_side);
+    res = gpumem_emu_cuda_side(src, size, 0, &src_side);
     if (res == CUDA_SUCCESS) {
-        res = gpumem_emu_cuda_side(src, size, 0, &src_side);
+        res = gpumem_emu_cuda_side(dst, size, 1, &dst_side);
     }
     if (res == CUDA_SUCCESS) {
         res = gpumem_emu_cuda_engine(&dst_side, &src_side,

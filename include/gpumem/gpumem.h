@@ -54,8 +54,9 @@ gpumem_result_t gpumem_device_mem_get_info(size_t *free, size_t *total);
 
 /* Copies @a size bytes between any two of host memory and device memory,
  * returning when the bytes have landed. Every byte is checked first: a
- * device range that runs past its allocation, or host pages the CPU cannot
- * read, are UCS_ERR_INVALID_PARAM (-5), logged, and nothing is moved */
+ * device range that runs past its allocation, host pages the CPU cannot
+ * read, or destination pages it cannot write, are UCS_ERR_INVALID_PARAM
+ * (-5), logged, and nothing is moved */
 gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size);
 
 /* Sets @a size bytes of device or host memory to @a value; the range is

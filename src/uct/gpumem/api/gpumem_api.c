@@ -386,13 +386,13 @@ gpumem_result_t gpumem_device_memcpy(void *dst, const void *src, size_t size)
         return status;
     }
 
-    status = gpumem_api_range_check(context, dst, size,
-                                    "gpumem_device_memcpy", "dst", 1,
-                                    &dst_gpu);
+    status = gpumem_api_range_check(context, src, size,
+                                    "gpumem_device_memcpy", "src", 0,
+                                    &src_gpu);
     if (status == UCS_OK) {
-        status = gpumem_api_range_check(context, src, size,
-                                        "gpumem_device_memcpy", "src", 0,
-                                        &src_gpu);
+        status = gpumem_api_range_check(context, dst, size,
+                                        "gpumem_device_memcpy", "dst", 1,
+                                        &dst_gpu);
     }
     if (status == UCS_OK) {
         status = gpumem_api_copy(context, dst, dst_gpu, src, src_gpu, size);

@@ -43,13 +43,13 @@ static int gpumem_proc_mapped(uintptr_t addr, size_t size)
     return 1;
 }
 
-/* Whether the CPU may read, and where @a write may also write, every page
- * of @a size bytes at @a addr: a byte of each page is read with
+/* Whether the CPU may read every page of @a size bytes at @a addr, and
+ * where @a write also write it: a byte of each page is read with
  * process_vm_readv(2), into a buffer of its own, or onto itself where it is
  * to be written, which the kernel does as a write of this process's
- * (EFAULT where the page is read-only). A byte written onto itself keeps
- * its value: bytes about to be copied over may meanwhile change only by a
- * race of the caller's. */
+ * (EFAULT where the page is read-only). The byte keeps its value, unless
+ * another thread writes it meanwhile: a kernel without
+ * MADV_POPULATE_WRITE only */
 static int gpumem_proc_access_range(uintptr_t addr, size_t size, int write)
 {
     struct iovec remote[GPUMEM_READABLE_PAGES];
@@ -87,12 +87,53 @@ static int gpumem_proc_access_range(uintptr_t addr, size_t size, int write)
     return 1;
 }
 
+/* Whether this kernel has MADV_POPULATE_WRITE (5.14): asked once, of a
+ * page of this process's own (threads that ask at once get one answer) */
+static int gpumem_proc_can_populate_write(void)
+{
+    static int answer = -1;
+    size_t page_size  = ucs_get_page_size();
+    int value         = __atomic_load_n(&answer, __ATOMIC_RELAXED);
+    void *page;
+
+    if (value < 0) {
+        page = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED) {
+            return 0; /* Asked again next time */
+        }
+        value = (madvise(page, page_size, MADV_POPULATE_WRITE) == 0);
+        munmap(page, page_size);
+        __atomic_store_n(&answer, value, __ATOMIC_RELAXED);
+    }
+    return value;
+}
+
+/* Whether the CPU may write every page of @a size bytes at @a addr,
+ * asked without a store: the kernel faults each page in writable as a
+ * write would, or refuses (EINVAL for a page that may not be written or is
+ * no memory's, ENOMEM where none is mapped, EFAULT where a write would
+ * fault) */
+static int gpumem_proc_writable_range(uintptr_t addr, size_t size)
+{
+    size_t page_size = ucs_get_page_size();
+    uintptr_t start  = ucs_align_down(addr, page_size);
+    uintptr_t end    = ucs_align_up(addr + size, page_size);
+
+    if (!gpumem_proc_can_populate_write()) {
+        return gpumem_proc_access_range(addr, size, 1);
+    }
+    return (end > start) &&
+           (madvise((void*)start, end - start, MADV_POPULATE_WRITE) == 0);
+}
+
 static int gpumem_proc_access(uintptr_t addr, size_t size, int write)
 {
     if (size > UINTPTR_MAX - addr) {
         return 0;
     }
-    return gpumem_proc_access_range(addr, size, write);
+    return write ? gpumem_proc_writable_range(addr, size) :
+                   gpumem_proc_access_range(addr, size, 0);
 }
 
 int gpumem_proc_readable(uintptr_t addr, size_t size)

@@ -26,10 +26,12 @@ int gpumem_proc_readable(uintptr_t addr, size_t size);
 
 /**
  * Whether the CPU may also write every byte of the @a size bytes at @a addr,
- * which are about to be copied over: as gpumem_proc_readable(), with the
- * byte read of each page written back onto itself, which the kernel refuses
- * (EFAULT) where the page is read-only. Where a seccomp profile denies
- * process_vm_readv(2), whether every page is mapped.
+ * which are about to be copied over: asked without a store, with
+ * madvise(MADV_POPULATE_WRITE), which faults each page in as a write would
+ * (a page that may only be read, or is not mapped, is refused). On a kernel
+ * older than 5.14, a byte of each page is read onto itself with
+ * process_vm_readv(2), and where that call is denied too, whether every
+ * page is mapped.
  */
 int gpumem_proc_writable(uintptr_t addr, size_t size);
 
