@@ -238,8 +238,14 @@ int gpumem_emu_cuda_device_of(const gpumem_pci_addr_t *addr);
 CUcontext gpumem_emu_cuda_ctx_current(void);
 
 /* The context a call that needs one runs in: CUDA_ERROR_INVALID_CONTEXT
- * where the thread has none */
+ * where the thread has none, and its sticky error where its work faulted */
 CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p);
+/* The same, a context whose work faulted too: for the calls that wait for
+ * its work before they say its sticky error */
+CUresult gpumem_emu_cuda_ctx_find(CUcontext *ctx_p);
+/* The sticky error of @a ctx, CUDA_SUCCESS where it has none or is no live
+ * context any more */
+CUresult gpumem_emu_cuda_ctx_sticky(CUcontext ctx);
 
 /* The CUresult for a status of the emu driver */
 CUresult gpumem_emu_cuda_result(ucs_status_t status);
@@ -283,8 +289,11 @@ CUresult gpumem_emu_cuda_stream_new(CUcontext ctx, unsigned flags,
 /* Frees a stream of no work */
 void gpumem_emu_cuda_stream_free(CUstream stream);
 /* The stream a call names: the context's NULL stream for 0 and the
- * per-thread and legacy handles (a context current needed) */
+ * per-thread and legacy handles (a context current needed); the context's
+ * sticky error where its work faulted */
 CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p);
+/* The same, the stream of a context whose work faulted too */
+CUresult gpumem_emu_cuda_stream_find(CUstream handle, CUstream *stream_p);
 /* Moves the stream's work on by one step of the copy engine, up to a
  * host function, which the progress thread calls */
 void gpumem_emu_cuda_stream_progress(CUstream stream);

@@ -39,7 +39,7 @@ CUcontext gpumem_emu_cuda_ctx_current(void)
 
 static int gpumem_emu_cuda_ctx_valid(CUcontext ctx);
 
-CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p)
+CUresult gpumem_emu_cuda_ctx_find(CUcontext *ctx_p)
 {
     CUcontext ctx = gpumem_emu_cuda_ctx_current();
 
@@ -52,11 +52,29 @@ CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p)
                   "destroyed", ctx);
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     }
+    *ctx_p = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult gpumem_emu_cuda_ctx_get(CUcontext *ctx_p)
+{
+    CUcontext ctx;
+    CUresult res;
+
+    res = gpumem_emu_cuda_ctx_find(&ctx);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
     if (ctx->sticky != CUDA_SUCCESS) {
         return ctx->sticky;
     }
     *ctx_p = ctx;
     return CUDA_SUCCESS;
+}
+
+CUresult gpumem_emu_cuda_ctx_sticky(CUcontext ctx)
+{
+    return gpumem_emu_cuda_ctx_valid(ctx) ? ctx->sticky : CUDA_SUCCESS;
 }
 
 static int gpumem_emu_cuda_ctx_is_primary(CUcontext ctx)
@@ -216,6 +234,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device)
 {
+    CUstream stream;
     CUcontext ctx;
     CUresult res = gpumem_emu_cuda_enter();
 
@@ -231,10 +250,13 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device)
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_CONTEXT);
     }
     if (--ctx->refs == 0) {
-        /* The context's work ends with it, and a sticky error: the next
+        /* The context's work ends with it, and its errors: the next
          * retain makes a new one */
         gpumem_emu_cuda_ctx_drain(ctx);
         ctx->sticky = CUDA_SUCCESS;
+        ucs_list_for_each(stream, &ctx->streams, list) {
+            stream->error = CUDA_SUCCESS;
+        }
     }
     return gpumem_emu_cuda_return(CUDA_SUCCESS);
 }
@@ -445,9 +467,11 @@ CUresult CUDAAPI cuCtxSynchronize(void)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    res = gpumem_emu_cuda_ctx_get(&ctx);
+    /* The work queued before a fault ends first (moving nothing) */
+    res = gpumem_emu_cuda_ctx_find(&ctx);
     if (res == CUDA_SUCCESS) {
         gpumem_emu_cuda_ctx_wait(ctx);
+        res = ctx->sticky;
     }
     return gpumem_emu_cuda_return(res);
 }

@@ -121,8 +121,11 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
     if (hEvent->pending) {
         gpumem_emu_cuda_stream_progress(hEvent->stream);
     }
-    return gpumem_emu_cuda_return(hEvent->pending ? CUDA_ERROR_NOT_READY :
-                                                    CUDA_SUCCESS);
+    if (hEvent->pending) {
+        return gpumem_emu_cuda_return(CUDA_ERROR_NOT_READY);
+    }
+    /* Work of a context that faulted did not complete */
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_ctx_sticky(hEvent->ctx));
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
@@ -136,7 +139,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
         return gpumem_emu_cuda_return(CUDA_ERROR_INVALID_HANDLE);
     }
     gpumem_emu_cuda_event_wait(hEvent);
-    return gpumem_emu_cuda_return(CUDA_SUCCESS);
+    return gpumem_emu_cuda_return(gpumem_emu_cuda_ctx_sticky(hEvent->ctx));
 }
 
 /* The stream waits: its later work starts after the event's, which here
@@ -159,6 +162,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
     res = gpumem_emu_cuda_stream_get(hStream, &stream);
     if (res == CUDA_SUCCESS) {
         gpumem_emu_cuda_event_wait(hEvent);
+        res = gpumem_emu_cuda_ctx_sticky(hEvent->ctx);
     }
     return gpumem_emu_cuda_return(res);
 }

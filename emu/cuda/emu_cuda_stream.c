@@ -105,7 +105,7 @@ void gpumem_emu_cuda_stream_free(CUstream stream)
     ucs_free(stream);
 }
 
-CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p)
+CUresult gpumem_emu_cuda_stream_find(CUstream handle, CUstream *stream_p)
 {
     CUcontext ctx;
     CUresult res;
@@ -116,18 +116,31 @@ CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p)
         if (!gpumem_emu_cuda_live_is(handle, GPUMEM_EMU_CUDA_LIVE_STREAM)) {
             return CUDA_ERROR_INVALID_HANDLE;
         }
-        if (handle->ctx->sticky != CUDA_SUCCESS) {
-            return handle->ctx->sticky;
-        }
         *stream_p = handle;
         return CUDA_SUCCESS;
     }
 
-    res = gpumem_emu_cuda_ctx_get(&ctx);
+    res = gpumem_emu_cuda_ctx_find(&ctx);
     if (res == CUDA_SUCCESS) {
         *stream_p = ctx->stream;
     }
     return res;
+}
+
+CUresult gpumem_emu_cuda_stream_get(CUstream handle, CUstream *stream_p)
+{
+    CUstream stream;
+    CUresult res;
+
+    res = gpumem_emu_cuda_stream_find(handle, &stream);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (stream->ctx->sticky != CUDA_SUCCESS) {
+        return stream->ctx->sticky;
+    }
+    *stream_p = stream;
+    return CUDA_SUCCESS;
 }
 
 static void gpumem_emu_cuda_op_done(CUstream stream, gpumem_emu_cuda_op_t *op,
@@ -159,7 +172,8 @@ static void gpumem_emu_cuda_host_call(CUstream stream,
     CUstreamCallback callback = op->callback;
     CUstream handle           = op->handle;
     void *user_data           = op->user_data;
-    CUresult status           = stream->error;
+    CUresult status           = (stream->ctx->sticky != CUDA_SUCCESS) ?
+                                stream->ctx->sticky : stream->error;
 
     op->host_state = GPUMEM_EMU_CUDA_HOST_RUNNING;
     if (unlocked) {
@@ -219,6 +233,17 @@ static int gpumem_emu_cuda_op_step(CUstream stream, gpumem_emu_cuda_op_t *op,
 {
     gpumem_driver_ops_t const *ops = gpumem_emu_cuda.emu->ops;
     ucs_status_t status;
+
+    if ((stream->ctx->sticky != CUDA_SUCCESS) && !op->started &&
+        ((op->kind == GPUMEM_EMU_CUDA_OP_COPY) ||
+         ((op->kind == GPUMEM_EMU_CUDA_OP_HOST) && (op->host_fn != NULL) &&
+          (op->host_state == GPUMEM_EMU_CUDA_HOST_QUEUED)))) {
+        /* The context's work faulted: what was queued after ends moving
+         * nothing, and a host function is not called (a stream callback
+         * is, told the error), as CUDA documents */
+        gpumem_emu_cuda_op_done(stream, op, UCS_OK);
+        return 1;
+    }
 
     if (op->kind == GPUMEM_EMU_CUDA_OP_HOST) {
         return gpumem_emu_cuda_host_step(stream, op, host_caller);
@@ -383,9 +408,11 @@ static CUresult gpumem_emu_cuda_op_queue(CUstream stream,
     op->number = ++gpumem_emu_cuda.last_op;
     ucs_list_add_tail(&stream->ops, &op->list);
     ++gpumem_emu_cuda.queued;
-    /* Work of an idle stream starts when it is queued */
-    gpumem_emu_cuda_stream_progress(stream);
+    /* Work of an idle stream starts when it is queued; the progress
+     * thread first, which calls host functions, never the thread that
+     * queues one */
     gpumem_emu_cuda_progress_wake();
+    gpumem_emu_cuda_stream_progress(stream);
     return CUDA_SUCCESS;
 }
 
@@ -474,9 +501,13 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    res = gpumem_emu_cuda_stream_get(hStream, &stream);
+    /* The work queued before a fault ends first (moving nothing) */
+    res = gpumem_emu_cuda_stream_find(hStream, &stream);
     if (res == CUDA_SUCCESS) {
         res = gpumem_emu_cuda_stream_wait(stream);
+        if (stream->ctx->sticky != CUDA_SUCCESS) {
+            res = stream->ctx->sticky;
+        }
     }
     return gpumem_emu_cuda_return(res);
 }
@@ -489,7 +520,7 @@ CUresult CUDAAPI cuStreamQuery(CUstream hStream)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    res = gpumem_emu_cuda_stream_get(hStream, &stream);
+    res = gpumem_emu_cuda_stream_find(hStream, &stream);
     if (res != CUDA_SUCCESS) {
         return gpumem_emu_cuda_return(res);
     }
@@ -498,7 +529,11 @@ CUresult CUDAAPI cuStreamQuery(CUstream hStream)
     if (!ucs_list_is_empty(&stream->ops)) {
         return gpumem_emu_cuda_return(CUDA_ERROR_NOT_READY);
     }
-    return gpumem_emu_cuda_return(gpumem_emu_cuda_stream_error(stream));
+    res = gpumem_emu_cuda_stream_error(stream);
+    if (stream->ctx->sticky != CUDA_SUCCESS) {
+        res = stream->ctx->sticky;
+    }
+    return gpumem_emu_cuda_return(res);
 }
 
 static CUresult gpumem_emu_cuda_stream_host(CUstream hStream, CUhostFn fn,

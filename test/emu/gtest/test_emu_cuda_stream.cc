@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 #include <sys/mman.h>
@@ -520,34 +521,60 @@ TEST_F(emu_cuda_stream, host_destination_that_cannot_be_written_is_refused) {
 /* Memory freed while another context's copy still waits to read it: the
  * engine finds the address unmapped, and that context's error is sticky,
  * as on a GPU: the stream says CUDA_ERROR_ILLEGAL_ADDRESS, and so does every
- * later call in the context, until it is destroyed; the primary context
- * goes on, and the process lives */
+ * later call in the context, until it is destroyed. The work queued after
+ * the copy ends moving nothing: a later copy writes nothing, a host
+ * function is not called, a stream callback is told the error, an event
+ * recorded after it says the error. The primary context goes on, and the
+ * process lives */
 TEST_F(emu_cuda_stream, fault_found_by_the_engine_is_sticky_in_its_context) {
     gpumem_test::watchdog watchdog("a copy of freed memory", emu_cuda_hang);
-    static std::atomic<int> go;
+    static std::atomic<int> go, called;
+    static std::atomic<CUresult> told;
     std::vector<unsigned char> bytes(4096, 7), back(4096, 0);
     CUdeviceptr freed, ptr = 0;
     CUstream stream;
     CUcontext ctx;
+    CUevent event;
 
+    go     = 0;
+    called = 0;
+    told   = CUDA_SUCCESS;
+    /* A failed assertion below lets the host function return */
+    std::unique_ptr<void, void(*)(void*)> release_go(
+            &go, [](void*) { go = 1; });
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_dst, bytes.data(), 4096));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemsetD8(m_src, 9, 4096));
     ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&freed, 4096));
     ASSERT_EQ(CUDA_SUCCESS, p_cuCtxCreate(&ctx, NULL, 0, 0));
     ASSERT_EQ(CUDA_SUCCESS, p_cuStreamCreate(&stream, 0));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventCreate(&event, 0));
 
-    /* The copy waits behind a host function until the memory is freed */
-    go = 0;
+    /* The copy waits behind a host function until the memory is freed;
+     * more work waits behind the copy */
     ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
             stream, [](void*) { wait_for(go); }, NULL));
     ASSERT_EQ(CUDA_SUCCESS,
               p_cuMemcpyAsync((CUdeviceptr)back.data(), freed, 4096, stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuEventRecord(event, stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemcpyAsync(m_dst, m_src, 4096, stream));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            stream, [](void*) { called = 1; }, NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuStreamAddCallback(
+            stream, [](CUstream, CUresult status, void*) { told = status; },
+            NULL, 0));
     ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
     ASSERT_EQ(CUDA_SUCCESS, p_cuMemFree(freed));
     go = 1;
 
     ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(ctx));
     EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuStreamSynchronize(stream));
-    EXPECT_EQ(std::vector<unsigned char>(4096, 0), back);
     expect_log("source device address");
+    EXPECT_EQ(std::vector<unsigned char>(4096, 0), back);
+    EXPECT_EQ(0, called.load()) << "a host function after the fault ran";
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, told.load());
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuEventQuery(event));
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuEventSynchronize(event));
 
     /* Sticky: asked again, and by other calls of the context */
     EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuStreamSynchronize(stream));
@@ -559,15 +586,68 @@ TEST_F(emu_cuda_stream, fault_found_by_the_engine_is_sticky_in_its_context) {
               p_cuMemcpyAsync(m_dst, (CUdeviceptr)bytes.data(), 4096,
                               stream));
 
-    /* The primary context, current again, is not this one */
+    /* The primary context, current again, is not this one: the later copy
+     * wrote nothing */
     ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
-    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyHtoD(m_dst, bytes.data(), 4096));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemcpyDtoH(back.data(), m_dst, 4096));
+    EXPECT_EQ(bytes, back);
     EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(m_stream));
 
     /* Its end ends the error */
+    EXPECT_EQ(CUDA_SUCCESS, p_cuEventDestroy(event));
     EXPECT_EQ(CUDA_SUCCESS, p_cuStreamDestroy(stream));
     EXPECT_EQ(CUDA_SUCCESS, p_cuCtxDestroy(ctx));
     EXPECT_EQ(CUDA_SUCCESS, p_cuCtxSynchronize());
+}
+
+/* A primary context whose work faulted is a new one after its last
+ * release: its next retain has no error, of the context or of its NULL
+ * stream */
+TEST_F(emu_cuda_stream, primary_context_released_after_a_fault_starts_clean) {
+    gpumem_test::watchdog watchdog("a fault of a primary context",
+                                   emu_cuda_hang);
+    static std::atomic<int> go;
+    std::vector<unsigned char> back(4096, 0);
+    CUdeviceptr freed, ptr = 0;
+    CUcontext primary;
+    int count = 0;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDeviceGetCount(&count));
+    if (count < 2) {
+        GTEST_SKIP() << "one emulated GPU: no other primary context";
+    }
+    go = 0;
+    std::unique_ptr<void, void(*)(void*)> release_go(
+            &go, [](void*) { go = 1; });
+
+    /* Device 0's memory, read by work of device 1's primary context, which
+     * device 0's free does not wait for */
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&freed, 4096));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDevicePrimaryCtxRetain(&primary, 1));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(primary));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuLaunchHostFunc(
+            NULL, [](void*) { wait_for(go); }, NULL));
+    ASSERT_EQ(CUDA_SUCCESS,
+              p_cuMemcpyAsync((CUdeviceptr)back.data(), freed, 4096, NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuMemFree(freed));
+    go = 1;
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(primary));
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuCtxSynchronize());
+    expect_log("source device address");
+    EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, p_cuMemAlloc(&ptr, 4096));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDevicePrimaryCtxRelease(1));
+
+    ASSERT_EQ(CUDA_SUCCESS, p_cuDevicePrimaryCtxRetain(&primary, 1));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPushCurrent(primary));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuStreamSynchronize(NULL));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuCtxSynchronize());
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemAlloc(&ptr, 4096));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuMemFree(ptr));
+    ASSERT_EQ(CUDA_SUCCESS, p_cuCtxPopCurrent(NULL));
+    EXPECT_EQ(CUDA_SUCCESS, p_cuDevicePrimaryCtxRelease(1));
 }
 
 /* A context another thread destroyed, still current here: this thread's
