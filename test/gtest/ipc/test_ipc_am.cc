@@ -22,6 +22,7 @@ extern "C" {
 #include <ucs/time/time.h>
 #include <uct/gpumem/ipc/ipc_addr.h>
 #include <uct/gpumem/ipc/ipc_fifo.h>
+#include <uct/gpumem/ipc/ipc_iface.h>
 #include <uct/api/v2/uct_v2.h>
 #include <uct/base/uct_iface.h>
 }
@@ -390,6 +391,36 @@ TEST_F(ipc_am, requests_waiting_on_a_closed_interface_fail_the_endpoint) {
     uct_ep_pending_purge(m_ep, purged, this);
     ASSERT_EQ(1u, m_purged.size());
     EXPECT_EQ(3u, m_purged[0]);
+}
+
+/* The closed flag of a FIFO is its receiver's word, as a peer's shared
+ * memory is to UCX's shared-memory transports: a peer of the same user
+ * that sets it while alive fails the endpoints that send to it. The send
+ * that finds it is accepted and dropped, as a dead peer's; the error
+ * handler is told UCS_ERR_CONNECTION_RESET, once, and every send after it
+ * says the failure: no message is reported sent that the receiver would
+ * never take */
+TEST_F(ipc_am, a_receiver_that_says_closed_while_alive_fails_the_endpoint) {
+    uct_gpumem_ipc_iface_t *receiver;
+    ucs_status_t status;
+
+    open_pair();
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, AM_ID, 1, NULL, 0));
+    progress_until([&]() { return m_received.size() >= 1; });
+
+    receiver = ucs_derived_of(m_iface, uct_gpumem_ipc_iface_t);
+    receiver->fifo.ctl->closed = 1;
+    status = uct_ep_am_short(m_ep, AM_ID, 2, NULL, 0);
+    EXPECT_EQ(UCS_OK, status) << "dropped until the error handler is told";
+
+    progress_until([&]() { return !m_failed.empty(); });
+    ASSERT_EQ(1u, m_failed.size());
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_failed[0].second);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_am_short(m_ep, AM_ID, 3, NULL, 0));
+    EXPECT_EQ(1u, m_received.size()) << "a message after the flag arrived";
+    EXPECT_EQ(1u, m_failed.size());
+    receiver->fifo.ctl->closed = 0;
 }
 
 /* Several processes send at once into a FIFO of two slots: each message
