@@ -140,6 +140,46 @@ TEST(ib_access, max_access_caps_what_flags_ask) {
             << "a cap never raises";
 }
 
+/* Seed 000: a peer reads or writes a region only through a queue pair whose
+ * access allows it */
+TEST(ib_access, queue_pair_access_grants_peers_only_what_it_names) {
+    EXPECT_EQ(0u, uct_gpumem_ib_qp_access_flags(GPUMEM_REG_ACCESS_LOCAL));
+    EXPECT_EQ((unsigned)IBV_ACCESS_REMOTE_WRITE,
+              uct_gpumem_ib_qp_access_flags(GPUMEM_REG_ACCESS_REMOTE_WRITE));
+    EXPECT_EQ((unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+              uct_gpumem_ib_qp_access_flags(GPUMEM_REG_ACCESS_REMOTE));
+    EXPECT_EQ(0u, uct_gpumem_ib_qp_access_flags(GPUMEM_REG_ACCESS_LAST))
+            << "an unknown access grants nothing";
+
+    for (gpumem_reg_access_t access : all_accesses) {
+        EXPECT_EQ(0u, uct_gpumem_ib_qp_access_flags(access) &
+                      IBV_ACCESS_REMOTE_ATOMIC)
+                << gpumem_reg_access_name(access);
+    }
+}
+
+/* The queue pair and the region grant a peer the same for one access */
+TEST(ib_access, queue_pair_and_region_of_one_access_agree_on_peers) {
+    const unsigned remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+    for (gpumem_reg_access_t access : all_accesses) {
+        EXPECT_EQ(in_order_flags(access) & remote,
+                  uct_gpumem_ib_qp_access_flags(access))
+                << gpumem_reg_access_name(access);
+    }
+}
+
+TEST(ib_access, access_names_are_the_settings_values) {
+    EXPECT_STREQ("local",
+                 uct_gpumem_ib_access_names[GPUMEM_REG_ACCESS_LOCAL]);
+    EXPECT_STREQ("remote_write",
+                 uct_gpumem_ib_access_names[GPUMEM_REG_ACCESS_REMOTE_WRITE]);
+    EXPECT_STREQ("remote",
+                 uct_gpumem_ib_access_names[GPUMEM_REG_ACCESS_REMOTE]);
+    EXPECT_EQ(NULL, uct_gpumem_ib_access_names[GPUMEM_REG_ACCESS_LAST])
+            << "UCS's enum parser stops at NULL";
+}
+
 
 TEST(ib_md_name, md_name_is_gpumem_and_the_device) {
     char name[UCT_MD_NAME_MAX];

@@ -906,6 +906,80 @@ TEST_F(rc_uct, a_queue_pair_the_device_failed_fails_its_endpoint) {
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, uct_ep_flush(m_ep[1], 0, NULL));
 }
 
+/* Seed 000: a peer reads or writes a region only through a queue pair whose
+ * access allows it, and only if the region's access allows it too. The
+ * regions below allow everything; the queue pair does not. soft-RoCE answers
+ * the refusal as an invalid request; a device may answer it as a remote
+ * access error; either fails the endpoint */
+static bool is_refusal(ucs_status_t status)
+{
+    return (status == UCS_ERR_CONNECTION_RESET) ||
+           (status == UCS_ERR_INVALID_ADDR);
+}
+
+TEST_F(rc_uct, queue_pair_grants_peers_read_and_write_by_default) {
+    ASSERT_NO_FATAL_FAILURE(open());
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    EXPECT_EQ("remote", setting("PEER_ACCESS"));
+    ASSERT_EQ(0, ibv_query_qp(rc_ep(1)->qp, &attr, IBV_QP_ACCESS_FLAGS,
+                              &init_attr));
+    EXPECT_EQ((unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+              attr.qp_access_flags & (IBV_ACCESS_REMOTE_WRITE |
+                                      IBV_ACCESS_REMOTE_READ |
+                                      IBV_ACCESS_REMOTE_ATOMIC));
+}
+
+TEST_F(rc_uct, queue_pair_that_lets_peers_write_refuses_their_reads) {
+    ASSERT_NO_FATAL_FAILURE(open("PEER_ACCESS", "remote_write"));
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    ASSERT_EQ(0, ibv_query_qp(rc_ep(1)->qp, &attr, IBV_QP_ACCESS_FLAGS,
+                              &init_attr));
+    EXPECT_EQ((unsigned)IBV_ACCESS_REMOTE_WRITE,
+              attr.qp_access_flags & (IBV_ACCESS_REMOTE_WRITE |
+                                      IBV_ACCESS_REMOTE_READ |
+                                      IBV_ACCESS_REMOTE_ATOMIC));
+
+    /* Writes land */
+    check_transfer(true, false, true, 4096);
+
+    /* A read is refused although the region allows it */
+    rc_buffer &local  = alloc(4096, false, 1);
+    rc_buffer &target = alloc(4096, true, 2);
+    std::vector<uint8_t> before = contents(local);
+    ucs_status_t status = rdma(false, local, 0, target, 0, 4096);
+    EXPECT_TRUE(is_refusal(status)) << ucs_status_string(status);
+    EXPECT_TRUE(contents(local) == before) << "no byte landed";
+    drain();
+    ASSERT_LE(1u, m_failed.size());
+    EXPECT_EQ(m_ep[0], m_failed[0].first);
+}
+
+TEST_F(rc_uct, queue_pair_that_lets_peers_do_nothing_refuses_their_writes) {
+    ASSERT_NO_FATAL_FAILURE(open("PEER_ACCESS", "local"));
+    rc_buffer &local  = alloc(4096, false, 1);
+    rc_buffer &target = alloc(4096, true, 2);
+    std::vector<uint8_t> before = contents(target);
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    ASSERT_EQ(0, ibv_query_qp(rc_ep(1)->qp, &attr, IBV_QP_ACCESS_FLAGS,
+                              &init_attr));
+    EXPECT_EQ(0u, attr.qp_access_flags & (IBV_ACCESS_REMOTE_WRITE |
+                                          IBV_ACCESS_REMOTE_READ |
+                                          IBV_ACCESS_REMOTE_ATOMIC));
+
+    ucs_status_t status = rdma(true, local, 0, target, 0, 4096);
+    EXPECT_TRUE(is_refusal(status)) << ucs_status_string(status);
+    EXPECT_TRUE(contents(target) == before) << "no byte landed";
+    drain();
+    ASSERT_LE(1u, m_failed.size());
+    EXPECT_EQ(m_ep[0], m_failed[0].first);
+}
+
 TEST_F(rc_uct, get_from_remote_write_region_fails_with_remote_access_error) {
     open();
     rc_buffer &local  = alloc(4096, false, 1);

@@ -1,6 +1,6 @@
 /**
  * gpumem verbs: UCT access flags to an access, an access and an order to
- * IBV_ACCESS_* flags.
+ * a region's IBV_ACCESS_* flags, an access to a queue pair's.
  *
  * See file LICENSE for terms.
  */
@@ -14,6 +14,14 @@
 #include <uct/api/uct.h>
 #include <infiniband/verbs.h>
 
+
+/* In the order of gpumem_reg_access_t */
+const char *uct_gpumem_ib_access_names[] = {
+    [GPUMEM_REG_ACCESS_LOCAL]        = "local",
+    [GPUMEM_REG_ACCESS_REMOTE_WRITE] = "remote_write",
+    [GPUMEM_REG_ACCESS_REMOTE]       = "remote",
+    [GPUMEM_REG_ACCESS_LAST]         = NULL
+};
 
 gpumem_reg_access_t uct_gpumem_ib_access_from_uct_flags(
         unsigned uct_flags, gpumem_reg_access_t max_access)
@@ -63,4 +71,16 @@ unsigned uct_gpumem_ib_access_flags(gpumem_reg_access_t access,
 #endif
 
     return flags;
+}
+
+unsigned uct_gpumem_ib_qp_access_flags(gpumem_reg_access_t access)
+{
+    switch (access) {
+    case GPUMEM_REG_ACCESS_REMOTE:
+        return IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    case GPUMEM_REG_ACCESS_REMOTE_WRITE:
+        return IBV_ACCESS_REMOTE_WRITE;
+    default:
+        return 0;
+    }
 }

@@ -16,6 +16,13 @@
 BEGIN_C_DECLS
 
 /**
+ * The accesses' names, in their order and ending with NULL: "local",
+ * "remote_write", "remote"; the values of the settings that take an access.
+ */
+extern const char *uct_gpumem_ib_access_names[];
+
+
+/**
  * The least access that covers a registration's UCT access flags
  * (UCT_MD_MEM_ACCESS_*), never more than @a max_access:
  *
@@ -44,6 +51,19 @@ gpumem_reg_access_t uct_gpumem_ib_access_from_uct_flags(
  */
 unsigned uct_gpumem_ib_access_flags(gpumem_reg_access_t access,
                                     gpumem_reg_order_t order);
+
+
+/**
+ * The IBV_ACCESS_* flags of a queue pair that lets its peer do what an
+ * access says, and nothing more (a peer reads or writes a region only
+ * through a queue pair that allows it, and only if the region allows it
+ * too):
+ *
+ * - local        -> none
+ * - remote write -> IBV_ACCESS_REMOTE_WRITE
+ * - remote       -> IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ
+ */
+unsigned uct_gpumem_ib_qp_access_flags(gpumem_reg_access_t access);
 
 END_C_DECLS
 

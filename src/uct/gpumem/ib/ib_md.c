@@ -31,14 +31,7 @@
 #define UCT_GPUMEM_IB_REG_GROWTH    0.06e-9
 
 
-/* In the order of gpumem_reg_access_t and gpumem_reg_order_t */
-static const char *uct_gpumem_ib_access_names[] = {
-    [GPUMEM_REG_ACCESS_LOCAL]        = "local",
-    [GPUMEM_REG_ACCESS_REMOTE_WRITE] = "remote_write",
-    [GPUMEM_REG_ACCESS_REMOTE]       = "remote",
-    [GPUMEM_REG_ACCESS_LAST]         = NULL
-};
-
+/* In the order of gpumem_reg_order_t */
 static const char *uct_gpumem_ib_order_names[] = {
     [GPUMEM_REG_ORDER_IN_ORDER] = "in_order",
     [GPUMEM_REG_ORDER_ANY]      = "any_order",

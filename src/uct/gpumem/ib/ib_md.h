@@ -8,6 +8,7 @@
 #ifndef UCT_GPUMEM_IB_MD_H_
 #define UCT_GPUMEM_IB_MD_H_
 
+#include "ib_access.h"
 #include "ib_device.h"
 #include "ib_place.h"
 

@@ -115,14 +115,13 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
     }
     ucs_assert(cap.max_inline_data >= iface->config.max_inline);
 
-    /* The queue pair lets peers read and write; each region decides what
-     * they may do to it */
+    /* The queue pair lets the peer do what PEER_ACCESS says; each region
+     * may allow it less */
     memset(&attr, 0, sizeof(attr));
     attr.qp_state        = IBV_QPS_INIT;
     attr.pkey_index      = iface->config.pkey_index;
     attr.port_num        = iface->port_num;
-    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                           IBV_ACCESS_REMOTE_READ;
+    attr.qp_access_flags = iface->config.qp_access_flags;
     ret = ibv_modify_qp(self->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                         IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
     if (ret != 0) {

@@ -66,6 +66,18 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      ucs_offsetof(uct_gpumem_rc_iface_config_t, tx_queue_len),
      UCT_GPUMEM_CONFIG_TYPE_COUNT},
 
+    {"PEER_ACCESS", "remote",
+     "What the peer of an endpoint may do through its queue pair:\n"
+     " local        - neither read nor write this process's memory\n"
+     " remote_write - write it\n"
+     " remote       - read and write it\n"
+     "A peer reads or writes a region only where both the queue pair and the\n"
+     "region allow it (the domain's MAX_ACCESS caps the regions); an RDMA\n"
+     "operation the queue pair refuses fails its endpoint. UCP's protocols\n"
+     "need remote.",
+     ucs_offsetof(uct_gpumem_rc_iface_config_t, peer_access),
+     UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_access_names)},
+
     {"CQ_LEN", "4096",
      "Completions the interface's queue holds: work requests of all its\n"
      "endpoints in flight together.",
@@ -876,6 +888,8 @@ uct_gpumem_rc_iface_qp_config_init(uct_gpumem_rc_iface_t *iface,
     iface->config.tx_queue_len       = ucs_min(config->tx_queue_len,
                                                (unsigned)dev_attr->max_qp_wr);
     iface->config.max_poll           = ucs_max(config->max_poll, 1);
+    iface->config.qp_access_flags    = uct_gpumem_ib_qp_access_flags(
+                                               config->peer_access);
     iface->config.seg_size           = config->seg_size;
     iface->config.timeout            = uct_gpumem_rc_timeout_exp(
                                                config->timeout);

@@ -32,6 +32,7 @@ typedef struct uct_gpumem_rc_iface_config {
     unsigned           tx_queue_len;   /* Work requests of a queue pair */
     unsigned           cq_len;         /* Completions of the interface */
     unsigned           max_poll;
+    unsigned           peer_access;    /* gpumem_reg_access_t */
     unsigned long      max_sge;        /* UCS_ULUNITS_AUTO: the device's */
     unsigned long      gid_index;      /* UCS_ULUNITS_AUTO: chosen */
     unsigned           path_mtu;       /* uct_gpumem_rc_mtu_t */
@@ -110,6 +111,7 @@ typedef struct uct_gpumem_rc_iface {
     struct {
         unsigned             tx_queue_len;
         unsigned             max_poll;
+        unsigned             qp_access_flags; /* What peers may do */
         size_t               seg_size;
         unsigned             max_inline;    /* As the queue pairs take */
         uint8_t              timeout;       /* As ibv_modify_qp takes it */
