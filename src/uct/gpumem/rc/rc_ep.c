@@ -21,6 +21,7 @@
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/arch/atomic.h>
+#include <ucs/async/async.h>
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/log.h>
 #include <errno.h>
@@ -146,7 +147,9 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_ep_t, const uct_ep_params_t *params)
     ucs_queue_head_init(&self->ops);
     ucs_queue_head_init(&self->pending);
     ucs_list_head_init(&self->pending_link);
+    UCS_ASYNC_BLOCK(iface->super.worker->async);
     ucs_list_add_tail(&iface->eps, &self->list);
+    UCS_ASYNC_UNBLOCK(iface->super.worker->async);
     ucs_debug("gpumem_rc: ep %p: QP 0x%x on %s:%u", self, self->qp->qp_num,
               iface->md->domain.name, iface->port_num);
     return UCS_OK;
@@ -176,7 +179,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpumem_rc_ep_t)
     }
 
     ucs_list_del(&self->pending_link);
+    UCS_ASYNC_BLOCK(uct_gpumem_rc_ep_iface(self)->super.worker->async);
     ucs_list_del(&self->list);
+    UCS_ASYNC_UNBLOCK(uct_gpumem_rc_ep_iface(self)->super.worker->async);
 }
 
 UCS_CLASS_DEFINE(uct_gpumem_rc_ep_t, uct_base_ep_t);
@@ -979,7 +984,9 @@ ucs_status_t uct_gpumem_rc_ep_pending_add(uct_ep_h tl_ep,
         return UCS_ERR_BUSY;
     }
 
-    if (ucs_queue_is_empty(&ep->pending)) {
+    /* Linked once: a request dispatched from the queue may come back to an
+     * empty queue while the endpoint is still linked */
+    if (ucs_list_is_empty(&ep->pending_link)) {
         ucs_list_add_tail(&iface->pending_eps, &ep->pending_link);
     }
     uct_pending_req_queue_push(&ep->pending, req);
