@@ -65,7 +65,10 @@ static void ucm_gpumem_dispatch(ucm_event_type_t event_type, void *address,
     ucm_event_t event;
 
     ucm_gpumem_event_init(&event, address, size, mem_type, sys_dev);
+    /* As UCM's own events: no handler is removed while it runs */
+    ucm_event_enter();
     ucm_event_dispatch(event_type, &event);
+    ucm_event_leave();
 }
 
 void ucm_gpumem_dispatch_alloc(void *address, size_t size,
