@@ -19,6 +19,7 @@ extern "C" {
 #include <uct/gpumem/rc/rc_ep.h>
 #include <uct/gpumem/rc/rc_iface.h>
 #include <uct/api/uct.h>
+#include <ucs/arch/cpu.h>
 #include <ucs/async/async.h>
 }
 
@@ -26,6 +27,7 @@ extern "C" {
 #include <cstring>
 #include <memory>
 #include <vector>
+#include <sched.h>
 
 using gpumem_test::log_capture;
 
@@ -1219,6 +1221,112 @@ TEST_F(rc_uct, flush_after_writes_in_order_reads_nothing_back) {
     EXPECT_EQ(UCS_OK, uct_ep_fence(m_ep[0], 0));
     EXPECT_EQ(0u, ep->read_backs);
 }
+
+/* Seed 000, In_order: "the writes of one queue pair land in the order its
+ * entries and its peer's were posted", a peer's writes and the bytes of
+ * this process's reads alike. A large write (or read), then a small one
+ * behind it with no fence: whoever sees the small one's bytes, before any
+ * completion is polled, sees every byte of the large one */
+struct rc_order_case {
+    bool put;     /* A peer's writes; else the bytes of this side's reads */
+    bool device;  /* Landing in device memory; else in host memory */
+};
+
+class rc_uct_order : public rc_uct,
+                     public ::testing::WithParamInterface<rc_order_case> {
+protected:
+    /* Eight bytes of @a buffer at @a offset, as they are now */
+    uint64_t peek(const rc_buffer &buffer, size_t offset) {
+        uint64_t value;
+
+        if (buffer.device) {
+            EXPECT_EQ(0, m_memcpy(&value, (uint8_t*)buffer.address + offset,
+                                  sizeof(value)));
+        } else {
+            value = *(volatile uint64_t*)((uint8_t*)buffer.address + offset);
+        }
+        ucs_memory_cpu_load_fence();
+        return value;
+    }
+
+    /* Posts @a length bytes from @a source to @a landing at @a offset, by
+     * a write or by a read as the case says */
+    void post(rc_buffer &source, rc_buffer &landing, size_t offset,
+              size_t length, completion &comp) {
+        ucs_status_t status;
+
+        if (GetParam().put) {
+            uct_iov_t local = iov(source, 0, length);
+            status = uct_ep_put_zcopy(m_ep[0], &local, 1,
+                                      remote(landing, offset),
+                                      landing.rkey.rkey, &comp.super);
+        } else {
+            uct_iov_t local = iov(landing, offset, length);
+            status = uct_ep_get_zcopy(m_ep[0], &local, 1, remote(source, 0),
+                                      source.rkey.rkey, &comp.super);
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status) << ucs_status_string(status);
+    }
+};
+
+TEST_P(rc_uct_order, in_order_bytes_land_in_posting_order) {
+    const size_t big = 1024 * 1024;
+    ASSERT_NO_FATAL_FAILURE(open(NULL, NULL, "ORDER", "in_order"));
+    rc_buffer &source  = alloc(big, false, 1);
+    rc_buffer &flag    = alloc(sizeof(uint64_t), false, 9);
+    rc_buffer &landing = alloc(big + sizeof(uint64_t), GetParam().device, 2);
+    std::vector<uint8_t> zeros(landing.length, 0);
+
+    for (unsigned round = 1; round <= 8; ++round) {
+        completion big_done, flag_done;
+
+        /* Clear where the bytes land; each round has its own bytes */
+        if (landing.device) {
+            ASSERT_EQ(0, m_memcpy(landing.address, zeros.data(),
+                                  zeros.size()));
+        } else {
+            memset(landing.address, 0, landing.length);
+        }
+        memset(source.address, round * 37, big);
+        *(uint64_t*)flag.address = round;
+
+        ASSERT_NO_FATAL_FAILURE(post(source, landing, 0, big, big_done));
+        ASSERT_NO_FATAL_FAILURE(post(flag, landing, big, sizeof(uint64_t),
+                                     flag_done));
+
+        /* No progress: the completions stay unpolled while the bytes land */
+        ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(120);
+        while ((peek(landing, big) != round) && (ucs_get_time() < deadline)) {
+            sched_yield();
+        }
+        ASSERT_EQ(round, peek(landing, big)) << "the small one never landed";
+        EXPECT_EQ(1, big_done.super.count) << "no completion was polled";
+
+        std::vector<uint8_t> landed = contents(landing);
+        size_t missing = std::count_if(landed.begin(), landed.begin() + big,
+                                       [round](uint8_t byte) {
+                                           return byte != (uint8_t)(round * 37);
+                                       });
+        EXPECT_EQ(0u, missing) << "round " << round << ": bytes of the large "
+                               << "one not there when the small one was";
+
+        wait(&big_done.super);
+        wait(&flag_done.super);
+        EXPECT_EQ(UCS_OK, big_done.status);
+        EXPECT_EQ(UCS_OK, flag_done.status);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        put_and_get, rc_uct_order,
+        ::testing::Values(rc_order_case{true, false},
+                          rc_order_case{true, true},
+                          rc_order_case{false, false},
+                          rc_order_case{false, true}),
+        [](const ::testing::TestParamInfo<rc_order_case> &info) {
+            return std::string(info.param.put ? "peer_writes" : "own_reads") +
+                   (info.param.device ? "_into_device" : "_into_host");
+        });
 
 /* The bounce buffers of bcopy are a pool of UCX's (uct_iface_mpool_init):
  * while all are in flight, operations answer UCS_ERR_NO_RESOURCE and wait
