@@ -16,6 +16,7 @@
 
 extern "C" {
 #include <uct/gpumem/mem/gpumem_mem.h>
+#include <uct/gpumem/mem/gpumem_phys.h>
 #include <emu/machine/emu.h>
 #include <ucs/sys/sys.h>
 #ifdef HAVE_CUDA

@@ -1106,6 +1106,70 @@ TEST_F(mem_core, bus_reservation_outlasts_the_gpus_destroy_and_asking_again) {
             << "the VRAM a bus client may write went back";
 }
 
+/* Seed: bus gives "system memory at its physical addresses", as (address,
+ * bytes) pairs in order from r's first byte, each a multiple of 4 KiB;
+ * "from then on ... free of r gives back nothing, so no later allocation
+ * takes its memory". Asking again gives the same places. */
+TEST_F(mem_core, bus_gives_physical_addresses_of_system_memory_and_keeps_them) {
+    const size_t size = 1 << 20;
+    gpumem_region_t *region = alloc(0, GPUMEM_KIND_HOST, size);
+    const gpumem_topo_dev_t *nic = last_nic();
+    gpumem_bus_range_t *ranges, *again, *kernel;
+    unsigned count, count_again, count_kernel;
+    char why[256];
+    size_t total  = 0;
+    void *host;
+
+    if (gpumem_phys_visible(why, sizeof(why)) != UCS_OK) {
+        GTEST_SKIP() << "this process cannot see physical addresses: " << why;
+    }
+    ASSERT_TRUE(nic != NULL);
+    ASSERT_TRUE(region != NULL);
+    host = gpumem_region_host(region);
+    ASSERT_TRUE(host != NULL);
+
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, m_topo,
+                                 bus_addr(nic).c_str(), &ranges, &count));
+    ASSERT_GE(count, 1u);
+    for (unsigned i = 0; i < count; ++i) {
+        EXPECT_NE(0u, ranges[i].address);
+        EXPECT_EQ(0u, ranges[i].address % 4096) << "range " << i;
+        EXPECT_EQ(0u, ranges[i].length % 4096) << "range " << i;
+        total += ranges[i].length;
+    }
+    EXPECT_EQ(size, total);
+    EXPECT_TRUE(gpumem_gpu_is_reserved(gpu(0)));
+
+    /* The kernel's own page map of the bytes, read here, says the same */
+    ASSERT_EQ(UCS_OK, gpumem_phys_ranges(host, size, &kernel, &count_kernel,
+                                         why, sizeof(why))) << why;
+    ASSERT_EQ(count, count_kernel);
+    for (unsigned i = 0; i < count; ++i) {
+        EXPECT_EQ(kernel[i].address, ranges[i].address) << "range " << i;
+        EXPECT_EQ(kernel[i].length, ranges[i].length) << "range " << i;
+    }
+    ucs_free(kernel);
+
+    ASSERT_EQ(UCS_OK, gpumem_bus(gpu(0), region, m_topo,
+                                 bus_addr(nic).c_str(), &again,
+                                 &count_again));
+    ASSERT_EQ(count, count_again);
+    EXPECT_EQ(0, memcmp(ranges, again, count * sizeof(*ranges)));
+    ucs_free(again);
+
+    /* The free gives back nothing: the pages stay, in memory, where the
+     * client was told they are */
+    EXPECT_EQ(UCS_OK, gpumem_free(gpu(0), region));
+    EXPECT_EQ(1u, stats(0).memories);
+    EXPECT_EQ(1u, stats(0).kept);
+    ASSERT_EQ(UCS_OK, gpumem_phys_ranges(host, size, &kernel, &count_kernel,
+                                         why, sizeof(why))) << why;
+    ASSERT_EQ(count, count_kernel);
+    EXPECT_EQ(0, memcmp(ranges, kernel, count * sizeof(*ranges)));
+    ucs_free(kernel);
+    ucs_free(ranges);
+}
+
 TEST_F(mem_core, bus_of_a_region_alloc_did_not_give_is_invalid) {
     std::vector<char> buffer(4096);
     gpumem_region_t *region;

@@ -14,6 +14,11 @@ extern "C" {
 #include <ucs/sys/string.h>
 }
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cstring>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -268,17 +273,105 @@ TEST_F(mem_refusal, bus_refuses_where_the_bus_does_not_carry_the_requests) {
     expect_free_gives_back(0, region);
 }
 
-/* Seed: bus gives "system memory at its physical addresses"; no driver
- * here tells where its pages lie, so bus refuses it, saying so, and
- * reserves nothing */
-TEST_F(mem_refusal, bus_of_system_memory_is_unsupported) {
+/* The calling thread without CAP_SYS_ADMIN in its effective set, for the
+ * object's life: the kernel then hides page frames in the page map opened
+ * meanwhile. It stays permitted, so it comes back. */
+class without_sys_admin {
+public:
+    without_sys_admin() {
+        struct __user_cap_data_struct lowered[2];
+
+        m_header.version = _LINUX_CAPABILITY_VERSION_3;
+        m_header.pid     = 0;
+        m_dropped        = false;
+        if (syscall(SYS_capget, &m_header, m_saved) != 0) {
+            return;
+        }
+        memcpy(lowered, m_saved, sizeof(lowered));
+        lowered[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &=
+                ~CAP_TO_MASK(CAP_SYS_ADMIN);
+        m_dropped = (syscall(SYS_capset, &m_header, lowered) == 0);
+    }
+
+    ~without_sys_admin() {
+        if (m_dropped) {
+            EXPECT_EQ(0, syscall(SYS_capset, &m_header, m_saved));
+        }
+    }
+
+private:
+    struct __user_cap_header_struct m_header;
+    struct __user_cap_data_struct   m_saved[2];
+    bool                            m_dropped;
+};
+
+/* Seed: bus refuses system memory as GPU memory where "the machine is
+ * reached through a transport" */
+TEST_F(mem_refusal, bus_refuses_system_memory_to_a_client_of_another_machine) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *region    = alloc(0, GPUMEM_KIND_HOST, 4096);
     gpumem_topo_reach_t client = nic_reach();
 
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED, bus(0, region, &client));
+    ucs_strncpy_zero(client.machine, "another-machine",
+                     sizeof(client.machine));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, bus(0, region, &client));
+    expect_reason(log, {pci_name(&client), "system memory of GPU " +
+                        gpu_name(0), "different machines",
+                        "'another-machine'"});
+    expect_free_gives_back(0, region);
+}
+
+/* Seed: bus refuses where "the GPU or client is behind an IOMMU that
+ * translates its requests": physical addresses are then no bus addresses */
+TEST_F(mem_refusal, bus_refuses_system_memory_where_an_iommu_translates) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_region_t *region    = alloc(0, GPUMEM_KIND_HOST, 4096);
+    gpumem_topo_reach_t client = nic_reach();
+    gpumem_topo_reach_t *reach;
+
+    client.iommu.known = 1;
+    client.iommu.value = 1;
+    client.iommu_group = 5;
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, bus(0, region, &client));
+    expect_reason(log, {gpu_name(0), "at its physical addresses",
+                        "IOMMU group 5 translates the requests of " +
+                        pci_name(&client)});
+
+    client             = nic_reach();
+    reach              = edit_reach(0);
+    reach->iommu.known = 1;
+    reach->iommu.value = 1;
+    reach->iommu_group = 7;
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, bus(0, region, &client));
     expect_reason(log, {pci_name(&client),
-                        "does not know the physical addresses"});
+                        "IOMMU group 7 translates the requests of " +
+                        gpu_name(0)});
+
+    /* A fact that cannot be read is no "yes" */
+    reach->iommu.known = 0;
+    ucs_strncpy_zero(reach->iommu.why, "no iommu_group link",
+                     sizeof(reach->iommu.why));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, bus(0, region, &client));
+    expect_reason(log, {pci_name(&client), "unknown: IOMMU of " +
+                        gpu_name(0), "no iommu_group link"});
+    expect_free_gives_back(0, region);
+}
+
+/* Seed: bus gives "system memory at its physical addresses": where the
+ * kernel does not tell the process where its pages lie (no CAP_SYS_ADMIN),
+ * bus refuses, saying so, and reserves nothing */
+TEST_F(mem_refusal, bus_of_system_memory_is_refused_where_addresses_are_hidden) {
+    gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
+    gpumem_region_t *region    = alloc(0, GPUMEM_KIND_HOST, 4096);
+    gpumem_topo_reach_t client = nic_reach();
+
+    {
+        without_sys_admin hidden;
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED, bus(0, region, &client));
+    }
+    expect_reason(log, {pci_name(&client), "system memory of GPU " +
+                        gpu_name(0), "hides the physical addresses",
+                        "CAP_SYS_ADMIN"});
     expect_free_gives_back(0, region);
 }
 

@@ -20,6 +20,7 @@
 
 #include "gpumem_mem_int.h"
 #include "gpumem_nic.h"
+#include "gpumem_phys.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -27,6 +28,8 @@
 #include <uct/gpumem/util/gpumem_compat_ucs.h>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
+#include <sys/mman.h>
+#include <errno.h>
 #include <string.h>
 
 
@@ -1285,6 +1288,65 @@ gpumem_bus_client(gpumem_gpu_t *gpu, const gpumem_topo_t *topo,
     return &dev->reach;
 }
 
+/* Until the process exits, the memory and the GPU are the client's */
+static void gpumem_bus_reserve(gpumem_gpu_t *gpu, gpumem_memory_t *memory)
+{
+    gpumem_mem_global_lock();
+    memory->reserved = 1;
+    gpu->reserved    = 1;
+    gpu->bus_given   = 1;
+    gpumem_mem_global_unlock();
+}
+
+/* System memory lies at its physical addresses, which the kernel tells a
+ * process that has CAP_SYS_ADMIN. Its pages are locked first, so that they
+ * are in memory and stay at those addresses while the client may write
+ * them: to the process's exit, as the reservation */
+static ucs_status_t
+gpumem_bus_system(gpumem_gpu_t *gpu, gpumem_memory_t *memory,
+                  const gpumem_topo_reach_t *client, const char *client_name,
+                  gpumem_bus_range_t **ranges_p, unsigned *count_p)
+{
+    char name[GPUMEM_TOPO_PCI_STR_MAX], why[GPUMEM_TOPO_REASON_MAX];
+    gpumem_topo_verdict_t verdict;
+    ucs_status_t status;
+
+    gpumem_gpu_name(gpu, name);
+    if (!gpumem_topo_dma_reaches_system(client, gpumem_gpu_reach(gpu), 0,
+                                        &verdict)) {
+        ucs_error("gpumem: %s does not reach system memory of GPU %s at its "
+                  "physical addresses: %s", client_name, name,
+                  verdict.reason);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    status = gpumem_phys_visible(why, sizeof(why));
+    if (status != UCS_OK) {
+        ucs_error("gpumem: bus addresses of system memory of GPU %s for %s: "
+                  "%s", name, client_name, why);
+        return status;
+    }
+
+    if (mlock(memory->host, memory->size) != 0) {
+        ucs_error("gpumem: bus addresses of system memory of GPU %s for %s: "
+                  "cannot lock %p+%zu: mlock: %s", name, client_name,
+                  memory->host, memory->size, strerror(errno));
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    status = gpumem_phys_ranges(memory->host, memory->size, ranges_p,
+                                count_p, why, sizeof(why));
+    if (status != UCS_OK) {
+        /* Its pages stay locked: another pin of them may hold them too */
+        ucs_error("gpumem: bus addresses of system memory of GPU %s for %s: "
+                  "%s", name, client_name, why);
+        return status;
+    }
+
+    gpumem_bus_reserve(gpu, memory);
+    return UCS_OK;
+}
+
 static ucs_status_t
 gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                   const gpumem_topo_t *topo, const char *client_addr,
@@ -1320,10 +1382,8 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
     memory = region->mapping->memory;
 
     if (memory->type != GPUMEM_MEMORY_VRAM) {
-        ucs_error("gpumem: bus addresses of system memory for %s: the %s "
-                  "driver does not know the physical addresses of pages",
-                  client_name, gpu->driver->ops->name);
-        return UCS_ERR_UNSUPPORTED;
+        return gpumem_bus_system(gpu, memory, client, client_name, ranges_p,
+                                 count_p);
     }
 
     if (gpu->driver->ops->flags & GPUMEM_DRIVER_FLAG_NO_PHYS) {
@@ -1365,12 +1425,7 @@ gpumem_bus_locked(gpumem_gpu_t *gpu, gpumem_region_t *region,
                      memory->vram->phys;
     range->length  = memory->size;
 
-    /* Until the process exits, the memory and the GPU are the client's */
-    gpumem_mem_global_lock();
-    memory->reserved = 1;
-    gpu->reserved    = 1;
-    gpu->bus_given   = 1;
-    gpumem_mem_global_unlock();
+    gpumem_bus_reserve(gpu, memory);
     *ranges_p        = range;
     *count_p         = 1;
     return UCS_OK;

@@ -313,6 +313,17 @@ int gpumem_topo_dma_reaches(const gpumem_topo_reach_t *client,
                             const gpumem_topo_reach_t *gpu, unsigned flags,
                             gpumem_topo_verdict_t *verdict);
 
+/**
+ * Whether the function of @a client reaches system memory of the machine of
+ * the GPU of @a gpu at its physical addresses by DMA: one machine, and
+ * neither the client nor the GPU behind an IOMMU that translates its
+ * requests (seed 003, bus).
+ */
+int gpumem_topo_dma_reaches_system(const gpumem_topo_reach_t *client,
+                                   const gpumem_topo_reach_t *gpu,
+                                   unsigned flags,
+                                   gpumem_topo_verdict_t *verdict);
+
 /* Placement of two functions of one machine, and the PCI links between them
  * (0 when the same function or not on one tree). */
 gpumem_topo_relation_t

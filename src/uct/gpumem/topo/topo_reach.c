@@ -800,3 +800,24 @@ int gpumem_topo_dma_reaches(const gpumem_topo_reach_t *client,
     gpumem_topo_rule_bus(client, gpu, &rule, verdict);
     return gpumem_topo_verdict_set(verdict, &rule, flags);
 }
+
+int gpumem_topo_dma_reaches_system(const gpumem_topo_reach_t *client,
+                                   const gpumem_topo_reach_t *gpu,
+                                   unsigned flags,
+                                   gpumem_topo_verdict_t *verdict)
+{
+    gpumem_topo_rule_t rule, rules[2];
+
+    gpumem_topo_verdict_init(client, gpu, verdict);
+
+    gpumem_topo_rule_same_machine(client, gpu, &rule);
+    if (rule.answer != GPUMEM_TOPO_ANSWER_YES) {
+        return gpumem_topo_verdict_set(verdict, &rule, 0);
+    }
+
+    /* Physical addresses are bus addresses where no IOMMU translates */
+    gpumem_topo_rule_no_iommu(client, &rules[0]);
+    gpumem_topo_rule_no_iommu(gpu, &rules[1]);
+    gpumem_topo_rule_all(&rule, rules, ucs_static_array_size(rules));
+    return gpumem_topo_verdict_set(verdict, &rule, flags);
+}
