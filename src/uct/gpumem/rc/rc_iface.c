@@ -73,8 +73,9 @@ static ucs_config_field_t uct_gpumem_rc_iface_config_table[] = {
      " remote       - read and write it\n"
      "A peer reads or writes a region only where both the queue pair and the\n"
      "region allow it (the domain's MAX_ACCESS caps the regions); an RDMA\n"
-     "operation the queue pair refuses fails its endpoint. UCP's protocols\n"
-     "need remote.",
+     "operation the queue pair refuses fails its endpoint. UCP's protocols,\n"
+     "and the flushes of writes in any order (UCX_GPUMEM_IB_ORDER), need\n"
+     "remote.",
      ucs_offsetof(uct_gpumem_rc_iface_config_t, peer_access),
      UCS_CONFIG_TYPE_ENUM(uct_gpumem_ib_access_names)},
 
@@ -784,6 +785,34 @@ uct_gpumem_rc_iface_check_params(uct_gpumem_rc_iface_t *iface,
 #define UCT_GPUMEM_RC_RETRY_MAX  7
 
 /* Settings no device could take */
+/* A flush after writes in any order reads their last byte back from the
+ * peer (uct_gpumem_rc_ep_read_back): the peers, configured alike, must let
+ * it. Less than remote is said, since UCP's protocols need it. */
+static ucs_status_t
+uct_gpumem_rc_iface_check_peer_access(const uct_gpumem_rc_iface_t *iface,
+                                      const uct_gpumem_rc_iface_config_t
+                                      *config)
+{
+    const char *name = uct_gpumem_ib_access_names[config->peer_access];
+
+    if ((iface->md->order == GPUMEM_REG_ORDER_ANY) &&
+        (config->peer_access != GPUMEM_REG_ACCESS_REMOTE)) {
+        ucs_error("gpumem_rc: PEER_ACCESS=%s refuses the reads by which a "
+                  "peer flushes its writes in any order "
+                  "(UCX_GPUMEM_IB_ORDER=any_order): it takes remote", name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->peer_access != GPUMEM_REG_ACCESS_REMOTE) {
+        ucs_diag("gpumem_rc: PEER_ACCESS=%s: a peer's RDMA %s of this "
+                 "process's memory fails its endpoint; UCP's protocols take "
+                 "remote", name,
+                 (config->peer_access == GPUMEM_REG_ACCESS_LOCAL) ?
+                 "READ or WRITE" : "READ");
+    }
+    return UCS_OK;
+}
+
 static ucs_status_t
 uct_gpumem_rc_iface_check_config(const uct_gpumem_rc_iface_config_t *config)
 {
@@ -1124,6 +1153,11 @@ static UCS_CLASS_INIT_FUNC(uct_gpumem_rc_iface_t, uct_md_h md,
     }
 
     status = uct_gpumem_rc_iface_check_config(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gpumem_rc_iface_check_peer_access(self, config);
     if (status != UCS_OK) {
         return status;
     }
