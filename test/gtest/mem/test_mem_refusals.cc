@@ -17,6 +17,7 @@ extern "C" {
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <cerrno>
 #include <cstring>
 
 #include <string>
@@ -283,14 +284,20 @@ public:
 
         m_header.version = _LINUX_CAPABILITY_VERSION_3;
         m_header.pid     = 0;
-        m_dropped        = false;
         if (syscall(SYS_capget, &m_header, m_saved) != 0) {
             return;
         }
+        m_had = m_saved[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &
+                CAP_TO_MASK(CAP_SYS_ADMIN);
         memcpy(lowered, m_saved, sizeof(lowered));
         lowered[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &=
                 ~CAP_TO_MASK(CAP_SYS_ADMIN);
         m_dropped = (syscall(SYS_capset, &m_header, lowered) == 0);
+    }
+
+    /* The thread is without it now: it never had it, or dropped it */
+    bool without() const {
+        return m_dropped || !m_had;
     }
 
     ~without_sys_admin() {
@@ -302,7 +309,8 @@ public:
 private:
     struct __user_cap_header_struct m_header;
     struct __user_cap_data_struct   m_saved[2];
-    bool                            m_dropped;
+    bool                            m_had     = true;
+    bool                            m_dropped = false;
 };
 
 /* Seed: bus refuses system memory as GPU memory where "the machine is
@@ -360,13 +368,14 @@ TEST_F(mem_refusal, bus_refuses_system_memory_where_an_iommu_translates) {
 /* Seed: bus gives "system memory at its physical addresses": where the
  * kernel does not tell the process where its pages lie (no CAP_SYS_ADMIN),
  * bus refuses, saying so, and reserves nothing */
-TEST_F(mem_refusal, bus_of_system_memory_is_refused_where_addresses_are_hidden) {
+TEST_F(mem_refusal, bus_of_system_memory_is_refused_where_frames_are_hidden) {
     gpumem_test::log_capture log(UCS_LOG_LEVEL_ERROR);
     gpumem_region_t *region    = alloc(0, GPUMEM_KIND_HOST, 4096);
     gpumem_topo_reach_t client = nic_reach();
 
     {
         without_sys_admin hidden;
+        ASSERT_TRUE(hidden.without()) << "capset: " << strerror(errno);
         EXPECT_EQ(UCS_ERR_UNSUPPORTED, bus(0, region, &client));
     }
     expect_reason(log, {pci_name(&client), "system memory of GPU " +

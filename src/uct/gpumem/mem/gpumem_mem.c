@@ -1299,17 +1299,22 @@ static void gpumem_bus_reserve(gpumem_gpu_t *gpu, gpumem_memory_t *memory)
 }
 
 /* System memory lies at its physical addresses, which the kernel tells a
- * process that has CAP_SYS_ADMIN. Its pages are locked first, so that they
- * are in memory and stay at those addresses while the client may write
- * them: to the process's exit, as the reservation */
+ * process that has CAP_SYS_ADMIN. The owner pins its pages through the
+ * driver first, as map_host does, so that no peer's unpin undoes the pin,
+ * and locks them, so that they are in memory whether or not the driver's
+ * pin faults them in (a count on the cuda driver's own pinned memory). Both
+ * last to the process's exit, as the reservation; asking again pins
+ * nothing more. */
 static ucs_status_t
 gpumem_bus_system(gpumem_gpu_t *gpu, gpumem_memory_t *memory,
                   const gpumem_topo_reach_t *client, const char *client_name,
                   gpumem_bus_range_t **ranges_p, unsigned *count_p)
 {
     char name[GPUMEM_TOPO_PCI_STR_MAX], why[GPUMEM_TOPO_REASON_MAX];
+    size_t page_size = ucs_get_page_size();
     gpumem_topo_verdict_t verdict;
     ucs_status_t status;
+    int pinned;
 
     gpumem_gpu_name(gpu, name);
     if (!gpumem_topo_dma_reaches_system(client, gpumem_gpu_reach(gpu), 0,
@@ -1327,19 +1332,41 @@ gpumem_bus_system(gpumem_gpu_t *gpu, gpumem_memory_t *memory,
         return status;
     }
 
-    if (mlock(memory->host, memory->size) != 0) {
+    if ((((uintptr_t)memory->host | memory->size) & (page_size - 1)) != 0) {
         ucs_error("gpumem: bus addresses of system memory of GPU %s for %s: "
-                  "cannot lock %p+%zu: mlock: %s", name, client_name,
-                  memory->host, memory->size, strerror(errno));
-        return UCS_ERR_EXCEEDS_LIMIT;
+                  "the %s driver gave %p+%zu, not whole pages", name,
+                  client_name, gpu->driver->ops->name, memory->host,
+                  memory->size);
+        return UCS_ERR_UNSUPPORTED;
     }
 
-    status = gpumem_phys_ranges(memory->host, memory->size, ranges_p,
-                                count_p, why, sizeof(why));
+    gpumem_mem_global_lock();
+    pinned = memory->reserved;
+    gpumem_mem_global_unlock();
+    if (!pinned) {
+        status = gpu->driver->ops->pin(gpu->dgpu, memory->host, memory->size);
+        if (status != UCS_OK) {
+            ucs_error("gpumem: bus addresses of system memory of GPU %s for "
+                      "%s: its pages cannot be pinned: %s", name, client_name,
+                      ucs_status_string(status));
+            return status;
+        }
+    }
+
+    if (mlock(memory->host, memory->size) != 0) {
+        ucs_snprintf_zero(why, sizeof(why), "mlock(%p, %zu): %s",
+                          memory->host, memory->size, strerror(errno));
+        status = UCS_ERR_EXCEEDS_LIMIT;
+    } else {
+        status = gpumem_phys_ranges(memory->host, memory->size, ranges_p,
+                                    count_p, why, sizeof(why));
+    }
     if (status != UCS_OK) {
-        /* Its pages stay locked: another pin of them may hold them too */
         ucs_error("gpumem: bus addresses of system memory of GPU %s for %s: "
                   "%s", name, client_name, why);
+        if (!pinned) {
+            gpu->driver->ops->unpin(gpu->dgpu, memory->host, memory->size);
+        }
         return status;
     }
 

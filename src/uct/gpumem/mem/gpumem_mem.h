@@ -130,7 +130,8 @@ ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region);
  * Where the PCI function at bus address @a client ("0000:3b:00.0"), a
  * function of the machine @a topo describes, reaches the region's memory by
  * DMA: GPU memory at its BAR's bus address plus its physical address,
- * system memory at its physical addresses (its pages locked). From then on,
+ * system memory at its physical addresses (its pages pinned through the
+ * driver, as map_host pins, to the process's exit). From then on,
  * until the process exits, the memory and the GPU are reserved for it: a
  * free gives nothing back, a release keeps the function taken. @a ranges_p
  * is allocated (ucs_free it).
@@ -139,10 +140,13 @@ ucs_status_t gpumem_free(gpumem_gpu_t *gpu, gpumem_region_t *region);
  *         no function of the machine; UCS_ERR_UNREACHABLE where it does not
  *         reach the memory; UCS_ERR_UNSUPPORTED where the driver does not
  *         know where GPU memory lies, or the kernel hides physical addresses
- *         from the process (no CAP_SYS_ADMIN); UCS_ERR_EXCEEDS_LIMIT where
- *         system memory's pages cannot be locked; UCS_ERR_INVALID_PARAM for
- *         a region alloc did not give the GPU, or a released GPU. Each
- *         logged.
+ *         from the process (no CAP_SYS_ADMIN), or the driver's system
+ *         memory is not whole pages; the driver's pin refusal, or
+ *         UCS_ERR_EXCEEDS_LIMIT where mlock() refuses, where system memory's
+ *         pages cannot be pinned; UCS_ERR_NO_ELEM where a page is
+ *         still not in memory, UCS_ERR_IO_ERROR where the kernel's page map
+ *         cannot be read; UCS_ERR_INVALID_PARAM for a region alloc did not
+ *         give the GPU, or a released GPU. Each logged.
  */
 ucs_status_t gpumem_bus(gpumem_gpu_t *gpu, gpumem_region_t *region,
                         const gpumem_topo_t *topo, const char *client,
