@@ -2,7 +2,8 @@
  * gpumem fuzz target: the page map decoder, which reads the kernel's
  * /proc/self/pagemap entries into the physical ranges bus gives a client
  * for system memory. Whatever it accepts must cover every page, in order,
- * each range a whole number of pages that does not wrap.
+ * each range a whole number of pages that does not wrap, each page at the
+ * frame its entry names.
  *
  * See file LICENSE for terms.
  */
@@ -24,7 +25,7 @@
 /* The input: a page size exponent, then page map entries */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t count, page_size, i, page, pages;
+    size_t count, page_size, i, j, page, pages;
     gpumem_bus_range_t *ranges;
     uint64_t *entries;
     unsigned num_ranges;
@@ -51,8 +52,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        ranges[i].address);
             pages = ranges[i].length / page_size;
             fuzz_check((pages >= 1) && (page + pages <= count));
-            fuzz_check(ranges[i].address ==
-                       (entries[page] & GPUMEM_PAGEMAP_PFN_MASK) * page_size);
+            for (j = 0; j < pages; ++j) {
+                /* Every page at its frame, the range's pages in a row */
+                fuzz_check(ranges[i].address + (j * page_size) ==
+                           (entries[page + j] & GPUMEM_PAGEMAP_PFN_MASK) *
+                           page_size);
+            }
             page += pages;
         }
         fuzz_check(page == count);
